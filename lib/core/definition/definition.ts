@@ -1,0 +1,68 @@
+import type { ArgSource } from './ref';
+import type { InputDefinition } from './input-spec';
+import type { DtoClass, StepClass, StepHandler } from './step';
+import type { RetryPolicy } from '../executor/retry-policy';
+
+/** How a step's handler is found at run time. */
+export type HandlerSpec =
+  /** A step class, resolved through the StepResolver (the Nest container in an app). */
+  | { kind: 'class'; stepClass: StepClass<never, unknown>; name: string }
+  /** A handler object or an inline function, used as is. */
+  | { kind: 'inline'; handler: StepHandler<never, unknown>; name: string }
+  /** A composed child reactor, resolved by name. */
+  | { kind: 'compose'; reactorName: string; name: string };
+
+/** One node of a reactor's DAG. Immutable. */
+export interface StepDefinition {
+  readonly name: string;
+  /** Declaration order (0-based). */
+  readonly index: number;
+  readonly handler: HandlerSpec;
+  /** Argument name to source. */
+  readonly args: Readonly<Record<string, ArgSource>>;
+  /** Ordering-only dependencies. */
+  readonly waitFor: readonly string[];
+  /** Every step this one depends on (results read plus waitFor), deduplicated. */
+  readonly dependsOn: readonly string[];
+  readonly retries: RetryPolicy;
+  readonly input?: DtoClass;
+  readonly output?: DtoClass;
+  /** Argument names redacted in traces and failures (declared, or wired from redacted inputs). */
+  readonly redact: readonly string[];
+}
+
+/** Where the background hand-off of a reactor is. */
+export type BackgroundOption = { all: true } | { after: string } | { before: string };
+
+/** Reactor-level options (the second argument of `@Reactor`). */
+export interface ReactorOptions {
+  /**
+   * How many ready steps may run at once. 1 reproduces ruby_reactor's order (level by level, in
+   * declaration order). @default 8
+   */
+  maxConcurrency?: number;
+  /** Move the run, or the part after/before a step, to a background worker. */
+  background?: BackgroundOption;
+  description?: string;
+}
+
+/**
+ * A validated, immutable reactor definition: inputs, steps in declaration order, and the ref the
+ * run returns. Built by {@link defineReactor} or from a `@Reactor` class; the same structure either
+ * way. `I` is the input type and `O` the result type.
+ */
+export interface ReactorDefinition<I = unknown, O = unknown> {
+  readonly name: string;
+  readonly inputs: readonly InputDefinition[];
+  readonly steps: readonly StepDefinition[];
+  readonly stepsByName: ReadonlyMap<string, StepDefinition>;
+  /** The returned ref; absent means the run's value is the map of all results. */
+  readonly returns?: ArgSource;
+  readonly maxConcurrency: number;
+  readonly background?: BackgroundOption;
+  readonly description?: string;
+  /** Stable hash of the definition's shape; stored with each run. */
+  readonly hash: string;
+  /** @internal phantom types. */
+  readonly __types?: { input: I; output: O };
+}

@@ -1,0 +1,86 @@
+import type { StepOutcome } from '../results/step-outcome';
+import type { RetryOptions } from '../executor/retry-policy';
+
+/** What a step's callbacks receive besides their arguments. */
+export interface StepContext {
+  readonly runId: string;
+  readonly reactorName: string;
+  readonly stepName: string;
+  /** 1 for the first attempt. */
+  readonly attempt: number;
+}
+
+/**
+ * A step: an object (usually an injectable `@Step` service) with a `run` method, and optionally
+ * `compensate` and `undo`. Capabilities follow from which methods exist: no `undo`, nothing to undo.
+ *
+ * - `run(args, ctx)` returns a {@link StepOutcome}: `success(v)`, `skipped(v)`, `halt(reason)` or
+ *   `failure(err)`. A throw is a failure (retryable unless the error says `retryable: false`).
+ *   Any other return value is a non-retryable failure.
+ * - `compensate(error, args, ctx)` runs when this step's own body failed (after its last attempt);
+ *   it cleans up partial effects. Not called when the body never started (argument or input
+ *   validation errors).
+ * - `undo(result, args, ctx)` runs when this step had completed and a later step failed, or on a
+ *   manual undo. Both should be idempotent: a crash can repeat them.
+ *
+ * Callbacks may return a `failure(...)` or throw; either becomes a `rollbackFailures` entry and the
+ * rollback walk goes on.
+ */
+export interface StepHandler<A = Record<string, unknown>, R = unknown> {
+  run(args: A, ctx: StepContext): Promise<StepOutcome<R>> | StepOutcome<R>;
+  compensate?(error: unknown, args: A, ctx: StepContext): Promise<unknown> | unknown;
+  undo?(result: R, args: A, ctx: StepContext): Promise<unknown> | unknown;
+}
+
+/** A step written inline as a function: the `run` of a handler with nothing to undo. */
+export type InlineStep<A, R> = (args: A, ctx: StepContext) => Promise<StepOutcome<R>> | StepOutcome<R>;
+
+/** A class whose instances are step handlers (typically decorated with `@Step`). */
+export type StepClass<A = never, R = unknown> = new (...deps: never[]) => StepHandler<A, R>;
+
+/** Class-validator DTO class. */
+export type DtoClass<T = unknown> = new (...args: never[]) => T;
+
+/** Options of a step class (the second argument of `@Step`) or of one use of a step. */
+export interface StepOptions {
+  /** Retry policy. Default: one attempt, no retries. */
+  retries?: RetryOptions;
+  /**
+   * Input contract: a class-validator DTO the resolved arguments must satisfy before `run`.
+   * Violations fail the run with `InputValidationError` (never retried, step not compensated).
+   */
+  input?: DtoClass;
+  /**
+   * Output contract: a class-validator DTO the value of a Success or Skipped must satisfy.
+   * A violation is a failure of the step (compensated, not retried).
+   */
+  output?: DtoClass;
+  /** Argument names whose values are replaced by `[REDACTED]` in traces and failures. */
+  redact?: string[];
+  /** Free text for people (shown by `describe` and docs tooling). */
+  description?: string;
+}
+
+/** Metadata recorded by `@Step`. */
+export interface StepClassMetadata extends StepOptions {
+  /** Stable name of the step class. */
+  name: string;
+}
+
+const stepMetadata = new WeakMap<object, StepClassMetadata>();
+
+/** Record step metadata for a class (used by the `@Step` decorator and by plain-TS users). */
+export function defineStepMetadata(stepClass: object, metadata: StepClassMetadata): void {
+  stepMetadata.set(stepClass, metadata);
+}
+
+/** The metadata of a step class, walking up the prototype chain so subclasses inherit it. */
+export function getStepMetadata(stepClass: object): StepClassMetadata | undefined {
+  let current: object | null = stepClass;
+  while (current && current !== Function.prototype) {
+    const found = stepMetadata.get(current);
+    if (found) return found;
+    current = Object.getPrototypeOf(current) as object | null;
+  }
+  return undefined;
+}

@@ -1,0 +1,6 @@
+export * from './reactor.error';
+export * from './definition.error';
+export * from './input-validation.error';
+export * from './argument-resolution.error';
+export * from './run-state.error';
+export * from './step.error';

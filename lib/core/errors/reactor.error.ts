@@ -1,0 +1,52 @@
+/**
+ * Stable error codes. They are stored with failed runs and survive serialization, so never
+ * rename one; add new codes instead.
+ */
+export type ReactorErrorCode =
+  | 'DEFINITION_INVALID'
+  | 'INPUT_VALIDATION'
+  | 'ARGUMENT_RESOLUTION'
+  | 'STEP_FAILED'
+  | 'UNEXPECTED_RESULT'
+  | 'COMPENSATION_FAILED'
+  | 'RUN_NOT_FOUND'
+  | 'INVALID_RUN_STATE'
+  | 'UNKNOWN_REACTOR'
+  | 'LEASE_LOST'
+  | 'CONTEXT_TOO_LARGE'
+  | 'CORRUPT_RECORD'
+  | 'SCHEMA_VERSION'
+  | 'DEFINITION_CHANGED'
+  | 'LOCK_UNAVAILABLE'
+  | 'WAIT_TIMEOUT'
+  | 'INTERNAL';
+
+/** The JSON form of an error, as stored with a run and shown by `ReactorClient.get`. */
+export interface SerializedError {
+  code: ReactorErrorCode | string;
+  name: string;
+  message: string;
+  retryable: boolean;
+}
+
+/**
+ * Base class of every error this library raises. Each error carries a stable {@link code},
+ * says whether retrying can help ({@link retryable}), and serializes with {@link toJSON}.
+ */
+export class ReactorError extends Error {
+  /** Stable machine-readable code. */
+  readonly code: ReactorErrorCode;
+  /** Whether retrying the same work can succeed. */
+  readonly retryable: boolean;
+
+  constructor(code: ReactorErrorCode, message: string, options: { retryable?: boolean; cause?: unknown } = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = new.target.name;
+    this.code = code;
+    this.retryable = options.retryable ?? false;
+  }
+
+  toJSON(): SerializedError {
+    return { code: this.code, name: this.name, message: this.message, retryable: this.retryable };
+  }
+}

@@ -1,0 +1,76 @@
+import type { RollbackFailure, RunFailure } from '../results/run-outcome';
+
+/** Version of the stored run format. A record with another version is refused, not guessed at. */
+export const RUN_STATE_SCHEMA_VERSION = 1;
+
+/** Lifecycle of a run. `completed`, `failed`, `halted` and `cancelled` are terminal. */
+export type RunStatus = 'pending' | 'running' | 'rolling_back' | 'paused' | 'completed' | 'failed' | 'halted' | 'cancelled';
+
+export const TERMINAL_STATUSES: readonly RunStatus[] = ['completed', 'failed', 'halted', 'cancelled'];
+
+/** Whether `status` is terminal (the run will not change again except by undo). */
+export function isTerminal(status: RunStatus): boolean {
+  return TERMINAL_STATUSES.includes(status);
+}
+
+/** One entry of a run's execution trace. Arguments are redacted. */
+export interface TraceEntry {
+  type: 'run' | 'retry' | 'compensate' | 'undo' | 'skip' | 'halt' | 'complete' | 'fail' | 'handoff';
+  step: string;
+  /** Milliseconds since the epoch, from the engine's Clock. */
+  at: number;
+  attempt?: number;
+  /** Redacted arguments (on `run`). */
+  arguments?: Record<string, unknown>;
+  /** Outcome detail: reason, error message, or whether the callback existed. */
+  detail?: string;
+  /** For `retry`: the backoff delay. */
+  delayMs?: number;
+  /** For `compensate`/`undo`: whether it succeeded. */
+  ok?: boolean;
+}
+
+/** A completed step that a rollback must undo. Arguments are stored raw (they are not shown). */
+export interface UndoEntry {
+  step: string;
+  args: Record<string, unknown>;
+  result: unknown;
+}
+
+/**
+ * The whole state of one run: JSON-serializable, saved through {@link ReactorStorage} after every
+ * step. Composed children live inside their parent's state.
+ */
+export interface RunState {
+  schemaVersion: typeof RUN_STATE_SCHEMA_VERSION;
+  runId: string;
+  reactorName: string;
+  /** Hash of the reactor definition the run started under. */
+  definitionHash: string;
+  status: RunStatus;
+  /** Validated reactor inputs (raw; redact before showing). */
+  inputs: Record<string, unknown>;
+  /** Step name to value, for completed and skipped steps. */
+  results: Record<string, unknown>;
+  /** Steps that finished (completed or skipped), in completion order. */
+  completed: string[];
+  /** Completed steps that rollback must undo, oldest first. */
+  undoStack: UndoEntry[];
+  /** Attempts made per step. */
+  attempts: Record<string, number>;
+  trace: TraceEntry[];
+  /** States of composed children, by compose step name. */
+  children: Record<string, RunState>;
+  /** Final value of a completed run. */
+  value?: unknown;
+  failure?: RunFailure;
+  halt?: { step: string; reason: string; details?: unknown };
+  cancellation?: { reason: string; rollbackFailures: RollbackFailure[] };
+  /** Where a background run resumes: set by hand-offs and retries that re-enqueue. */
+  handoff?: { mode: 'all' | 'after' | 'before'; step?: string };
+  /** A retry scheduled for a step in a worker: earliest time it may run. */
+  retryAt?: Record<string, number>;
+  createdAt: number;
+  updatedAt: number;
+  finishedAt?: number;
+}

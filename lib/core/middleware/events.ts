@@ -1,0 +1,45 @@
+import type { RunFailure, RunOutcome } from '../results/run-outcome';
+
+interface EventBase {
+  runId: string;
+  reactorName: string;
+  /** Clock time of the event (ms since epoch). */
+  at: number;
+}
+interface StepEventBase extends EventBase {
+  step: string;
+}
+
+/**
+ * Every lifecycle event, a closed union on `type`. Arguments in events are redacted.
+ *
+ * Order for a failing run: `step.start`, `step.retry`..., `compensation.start`,
+ * `compensation.complete|fail`, `undo.start`, `undo.complete|fail` (newest completed step first)
+ * ..., `step.fail`, `reactor.fail`. As in ruby_reactor, rollback events come before the failing
+ * step's `step.fail`.
+ */
+export type ReactorEvent =
+  | (EventBase & { type: 'reactor.start'; resumed: boolean })
+  | (EventBase & { type: 'reactor.complete'; outcome: RunOutcome })
+  | (EventBase & { type: 'reactor.fail'; failure: RunFailure })
+  | (StepEventBase & { type: 'step.start'; attempt: number; arguments: Record<string, unknown> })
+  | (StepEventBase & { type: 'step.complete'; outcome: 'success' | 'skipped' | 'halt' })
+  | (StepEventBase & { type: 'step.fail'; error: string; attempts: number })
+  | (StepEventBase & { type: 'step.retry'; attempt: number; delayMs: number; error: string })
+  | (StepEventBase & { type: 'compensation.start' })
+  | (StepEventBase & { type: 'compensation.complete' })
+  | (StepEventBase & { type: 'compensation.fail'; error: string })
+  | (StepEventBase & { type: 'undo.start' })
+  | (StepEventBase & { type: 'undo.complete' })
+  | (StepEventBase & { type: 'undo.fail'; error: string });
+
+/** The `type` of a {@link ReactorEvent}. */
+export type ReactorEventType = ReactorEvent['type'];
+
+/**
+ * An observer of run lifecycle events. Return values are ignored; a throw (or rejected promise) is
+ * logged and swallowed, so a middleware can never break a run.
+ */
+export interface ReactorMiddleware {
+  onEvent(event: ReactorEvent): void | Promise<void>;
+}

@@ -1,0 +1,30 @@
+import type { ReactorEvent, ReactorMiddleware } from './events';
+
+/** Something to report swallowed middleware errors to. */
+export interface ErrorSink {
+  error(message: string): void;
+}
+
+/** Delivers events to middleware in order, isolating each from the others and from the run. */
+export class MiddlewareRunner {
+  constructor(
+    private readonly middleware: readonly ReactorMiddleware[],
+    private readonly sink: ErrorSink = { error: (m) => console.error(m) },
+  ) {}
+
+  get empty(): boolean {
+    return this.middleware.length === 0;
+  }
+
+  async emit(event: ReactorEvent): Promise<void> {
+    for (const mw of this.middleware) {
+      try {
+        await mw.onEvent(event);
+      } catch (error) {
+        this.sink.error(
+          `nest-reactor middleware ${mw.constructor?.name ?? 'middleware'} failed during ${event.type}: ${(error as Error)?.message ?? String(error)}`,
+        );
+      }
+    }
+  }
+}

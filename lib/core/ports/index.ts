@@ -1,0 +1,5 @@
+export * from './clock.port';
+export * from './lock-manager.port';
+export * from './reactor-storage.port';
+export * from './job-dispatcher.port';
+export * from './step-resolver.port';
