@@ -1,0 +1,78 @@
+import { systemClock, type Clock } from '../core/ports/clock.port';
+import type { JobDispatcher, JobHandler, ReactorJob } from '../core/ports/job-dispatcher.port';
+
+/**
+ * The embedded runtime's dispatcher: jobs run in this process, after their delay, on the same
+ * event loop. Not durable: a job pending when the process exits is lost (the embedded runtime says
+ * so at boot). {@link idle} resolves when no job is pending, which tests use instead of sleeping.
+ */
+export class InProcessJobDispatcher implements JobDispatcher {
+  private handler?: JobHandler;
+  private pending = 0;
+  private closed = false;
+  private idleWaiters: Array<() => void> = [];
+  private readonly timers = new Set<NodeJS.Timeout>();
+
+  constructor(
+    private readonly clock: Clock = systemClock,
+    private readonly onError: (error: unknown, job: ReactorJob) => void = (e) => console.error(e),
+  ) {}
+
+  /** Set the function that handles delivered jobs (the engine's `handleJob`). */
+  setHandler(handler: JobHandler): void {
+    this.handler = handler;
+  }
+
+  async dispatch(job: ReactorJob, options: { delayMs?: number } = {}): Promise<void> {
+    if (this.closed) return;
+    this.pending++;
+    const payload: ReactorJob = JSON.parse(JSON.stringify(job)) as ReactorJob;
+    const delayMs = options.delayMs ?? 0;
+    const run = () => {
+      void this.deliver(payload);
+    };
+    if (delayMs > 0 && this.clock !== systemClock) {
+      void this.clock.sleep(delayMs).then(() => setImmediate(run));
+    } else {
+      const timer = setTimeout(() => {
+        this.timers.delete(timer);
+        run();
+      }, delayMs);
+      this.timers.add(timer);
+    }
+  }
+
+  /** Resolves when no job is pending or running. */
+  idle(): Promise<void> {
+    if (this.pending === 0) return Promise.resolve();
+    return new Promise((resolve) => this.idleWaiters.push(resolve));
+  }
+
+  /** Drop pending jobs and accept no more. */
+  close(): void {
+    this.closed = true;
+    for (const t of this.timers) clearTimeout(t);
+    this.timers.clear();
+    this.pending = 0;
+    this.flushIdle();
+  }
+
+  private async deliver(job: ReactorJob): Promise<void> {
+    try {
+      if (!this.closed && this.handler) await this.handler(job);
+    } catch (error) {
+      this.onError(error, job);
+    } finally {
+      if (!this.closed) {
+        this.pending--;
+        if (this.pending === 0) this.flushIdle();
+      }
+    }
+  }
+
+  private flushIdle(): void {
+    const waiters = this.idleWaiters;
+    this.idleWaiters = [];
+    for (const w of waiters) w();
+  }
+}

@@ -1,0 +1,42 @@
+import { ReactorEngine, type ReactorEngineOptions } from '../../lib/core/engine';
+import type { ReactorStorage } from '../../lib/core/ports/reactor-storage.port';
+import { InProcessJobDispatcher } from '../../lib/queue/in-process-job.dispatcher';
+import { createMemoryAdapters } from '../../lib/storage/memory';
+import { FakeClock } from '../../lib/testing/fake-clock';
+import { RecordingMiddleware } from '../../lib/testing/recording.middleware';
+
+/** An engine on the embedded runtime with a fake clock, a recorder and a save counter. */
+export function createHarness(options: Partial<ReactorEngineOptions> = {}) {
+  const clock = new FakeClock();
+  const { storage, locks } = createMemoryAdapters(clock);
+  const recorder = new RecordingMiddleware();
+  const dispatcher = new InProcessJobDispatcher(clock);
+  const saves: string[] = [];
+  const counting: ReactorStorage = {
+    save: (state, opts) => {
+      saves.push(state.status);
+      return storage.save(state, opts);
+    },
+    load: (id) => storage.load(id),
+    listActive: (limit) => storage.listActive(limit),
+    markBroken: (id, name, reason) => storage.markBroken(id, name, reason),
+  };
+  const engine = new ReactorEngine({
+    storage: counting,
+    locks,
+    dispatcher,
+    clock,
+    middleware: [recorder],
+    logger: { log: () => undefined, warn: () => undefined, error: () => undefined },
+    ...options,
+  });
+  dispatcher.setHandler((job) => engine.handleJob(job));
+  return { engine, clock, storage, locks, recorder, dispatcher, saves };
+}
+
+/** A promise with its resolve function, to hold a step open until the test releases it. */
+export function deferred<T = void>() {
+  let resolve!: (value: T) => void;
+  const promise = new Promise<T>((r) => (resolve = r));
+  return { promise, resolve };
+}

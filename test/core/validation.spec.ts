@@ -1,0 +1,134 @@
+import { IsInt, IsOptional, IsPositive, IsString, Min, ValidateNested } from 'class-validator';
+import { Type } from 'class-transformer';
+import { defineReactor, type ReactorBuilder } from '../../lib/core/definition/builder';
+import { success } from '../../lib/core/results/step-outcome';
+import { createHarness } from './harness';
+
+class LineDto {
+  @IsString() sku!: string;
+  @IsInt() @Min(1) qty!: number;
+}
+
+class OrderDto {
+  @IsString() id!: string;
+  @IsPositive() total!: number;
+  @ValidateNested({ each: true })
+  @Type(() => LineDto)
+  lines!: LineDto[];
+}
+
+class ChargeArgs {
+  @IsPositive() amount!: number;
+  @IsString() currency!: string;
+  @IsOptional() @IsString() note?: string;
+}
+
+class ChargeResult {
+  @IsString() chargeId!: string;
+}
+
+const order = { id: 'o-1', total: 30, lines: [{ sku: 'a', qty: 2 }] };
+
+describe('validation: reactor inputs', () => {
+  it('validates DTO inputs, nested, and reports every field error without running a step', async () => {
+    const { engine } = createHarness();
+    let ran = false;
+    const def = defineReactor('orders', (r: ReactorBuilder<{ order: OrderDto; count: number }>) => {
+      const o = r.input('order', OrderDto);
+      const count = r.input('count', { type: 'integer' });
+      return r.step('x', () => ((ran = true), success(1)), { o, count } as never);
+    });
+    const outcome = await engine.run(def, { order: { id: 7, total: -1, lines: [{ sku: 'a', qty: 0 }] }, count: 1.5 } as never);
+    expect(ran).toBe(false);
+    expect(outcome.status).toBe('failed');
+    if (outcome.status !== 'failed') return;
+    expect(outcome.failure.code).toBe('INPUT_VALIDATION');
+    expect(outcome.failure.retryable).toBe(false);
+    expect(Object.keys(outcome.failure.fieldErrors ?? {}).sort()).toEqual(['count', 'order.id', 'order.lines.0.qty', 'order.total']);
+    expect(outcome.failure.message).toMatch(/^Reactor 'orders': input validation failed: /);
+    expect((await engine.get(outcome.runId))?.status).toBe('failed');
+  });
+
+  it('applies short forms: presence over truthiness, optional, default, null', async () => {
+    const { engine } = createHarness();
+    const def = defineReactor('short', (r: ReactorBuilder<{ flag: boolean; note?: string; limit: number; name: string }>) => {
+      const flag = r.input('flag', { type: 'boolean' });
+      const note = r.input('note', { type: 'string', optional: true });
+      const limit = r.input('limit', { type: 'number', default: 10 });
+      r.input('name', { type: 'string' });
+      return r.step('echo', (a: { flag: boolean; note?: string; limit: number }) => success(a), { flag, note, limit });
+    });
+    const ok = await engine.run(def, { flag: false, name: '' } as never);
+    expect(ok.status === 'completed' && ok.value).toEqual({ flag: false, note: undefined, limit: 10 });
+
+    const bad = await engine.run(def, { flag: null, name: 3 } as never);
+    expect(bad.status === 'failed' && bad.failure.fieldErrors).toEqual({
+      flag: ['must not be null'],
+      name: ['must be a string'],
+    });
+    const missing = await engine.run(def, {} as never);
+    expect(missing.status === 'failed' && missing.failure.fieldErrors).toEqual({ flag: ['is missing'], name: ['is missing'] });
+  });
+
+  it('never shows redacted inputs in failures, traces, events or get()', async () => {
+    const { engine, recorder } = createHarness();
+    const secret = 'tok_live_SECRET';
+    const def = defineReactor('pay', (r: ReactorBuilder<{ token: string; amount: number }>) => {
+      const token = r.input('token', { type: 'string', redact: true });
+      const amount = r.input('amount', { type: 'number' });
+      return r.step('charge', () => {
+        throw new Error('declined');
+      }, { token, amount } as never);
+    });
+    const outcome = await engine.run(def, { token: secret, amount: 5 });
+    expect(outcome.status).toBe('failed');
+    const view = await engine.get(outcome.runId);
+    const shown = JSON.stringify({ outcome, view, events: recorder.events });
+    expect(shown).not.toContain(secret);
+    expect(view?.inputs).toEqual({ token: '[REDACTED]', amount: 5 });
+    if (outcome.status === 'failed') expect(outcome.failure.stepArguments).toEqual({ token: '[REDACTED]', amount: 5 });
+  });
+});
+
+describe('validation: step contracts', () => {
+  it('fails before the body on an input contract violation: not retried, not compensated', async () => {
+    const { engine } = createHarness();
+    const log: string[] = [];
+    const def = defineReactor('contract', (r: ReactorBuilder<{ amount: number; currency: string }>) => {
+      const amount = r.input('amount', { type: 'number' });
+      r.input('currency', { type: 'any' });
+      const first = r.step('first', { run: () => success(1), undo: () => log.push('undo:first') }, {});
+      return r.step(
+        'charge',
+        { run: () => (log.push('run:charge'), success({ chargeId: 'c' })), compensate: () => log.push('compensate:charge') },
+        { amount },
+        { input: ChargeArgs, retries: { maxAttempts: 3 }, waitFor: [first] },
+      );
+    });
+    const outcome = await engine.run(def, { amount: 5, currency: 42 as never });
+    expect(log).toEqual(['undo:first']);
+    expect(outcome.status === 'failed' && outcome.failure).toMatchObject({
+      code: 'INPUT_VALIDATION',
+      stepName: 'charge',
+      fieldErrors: { currency: ['currency must be a string'] },
+    });
+    expect(outcome.attempts).toEqual({ first: 1 });
+  });
+
+  it('validates outputs: a violation compensates the step and is not retried', async () => {
+    const { engine } = createHarness();
+    const log: string[] = [];
+    const def = defineReactor('output', (r: ReactorBuilder<object>) => {
+      r.step(
+        'charge',
+        { run: () => success({ chargeId: 12 }), compensate: () => log.push('compensate:charge') },
+        {},
+        { output: ChargeResult, retries: { maxAttempts: 3 } },
+      );
+    });
+    const outcome = await engine.run(def, {});
+    expect(log).toEqual(['compensate:charge']);
+    expect(outcome.status === 'failed' && outcome.failure).toMatchObject({ code: 'INPUT_VALIDATION', fieldErrors: { chargeId: expect.any(Array) } });
+    expect(outcome.attempts).toEqual({ charge: 1 });
+  });
+});
