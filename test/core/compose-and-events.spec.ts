@@ -35,7 +35,7 @@ function checkout(log: string[], failAfter = false) {
     (r: ReactorBuilder<{ total: number }>) => {
       const total = r.input('total', { type: 'number' });
       const reserve = r.step('reserve', { run: () => (log.push('run:reserve'), success('r1')), undo: () => log.push('undo:reserve') }, {});
-      const paid = r.compose('pay', 'payment', { amount: total }, { waitFor: [reserve] });
+      const paid = r.compose<{ amount: number }, { id: string }>('pay', 'payment', { amount: total }, { waitFor: [reserve] });
       return r.step(
         'ship',
         { run: () => (log.push('run:ship'), failAfter ? failure('no courier') : success('s1')), compensate: () => log.push('compensate:ship') },
