@@ -108,7 +108,11 @@ export class ReactorEngine {
   constructor(private readonly options: ReactorEngineOptions) {
     this.clock = options.clock ?? systemClock;
     this.resolver = options.resolver ?? new ConstructingStepResolver();
-    this.logger = options.logger ?? { log: () => undefined, warn: (m) => console.warn(m), error: (m) => console.error(m) };
+    this.logger = options.logger ?? {
+      log: () => undefined,
+      warn: (m) => console.warn(m),
+      error: (m) => console.error(m),
+    };
     this.middleware = new MiddlewareRunner(options.middleware ?? [], this.logger);
     this.leaseTtlMs = options.leaseTtlMs ?? 60_000;
   }
@@ -178,7 +182,11 @@ export class ReactorEngine {
    * Run a reactor: validate inputs, then execute in this process until it completes, fails,
    * halts, or reaches a background hand-off (then the outcome is `dispatched`).
    */
-  async run<I, O>(target: ReactorDefinition<I, O> | string, input: I, options: RunOptions = {}): Promise<RunOutcome<O>> {
+  async run<I, O>(
+    target: ReactorDefinition<I, O> | string,
+    input: I,
+    options: RunOptions = {},
+  ): Promise<RunOutcome<O>> {
     const def = this.resolveTarget(target);
     const prepared = await this.prepare(def, input, options);
     if (prepared.status === 'failed') return outcomeOf<O>(prepared);
@@ -187,7 +195,11 @@ export class ReactorEngine {
   }
 
   /** Start a reactor in the background regardless of its options; resolves once the run is stored. */
-  async start<I, O>(target: ReactorDefinition<I, O> | string, input: I, options: RunOptions = {}): Promise<RunOutcome<O>> {
+  async start<I, O>(
+    target: ReactorDefinition<I, O> | string,
+    input: I,
+    options: RunOptions = {},
+  ): Promise<RunOutcome<O>> {
     const def = this.resolveTarget(target);
     const prepared = await this.prepare(def, input, options);
     if (prepared.status === 'failed') return outcomeOf<O>(prepared);
@@ -204,7 +216,10 @@ export class ReactorEngine {
    * Wait until the run is terminal (or paused), up to `timeoutMs`; resolves to its outcome.
    * Woken at once by runs that finish in this process; otherwise polls every `pollMs`.
    */
-  async wait<O = unknown>(runId: string, options: { timeoutMs?: number; pollMs?: number } = {}): Promise<RunOutcome<O>> {
+  async wait<O = unknown>(
+    runId: string,
+    options: { timeoutMs?: number; pollMs?: number } = {},
+  ): Promise<RunOutcome<O>> {
     const timeoutMs = options.timeoutMs ?? 30_000;
     const pollMs = options.pollMs ?? 100;
     const deadline = Date.now() + timeoutMs;
@@ -225,7 +240,11 @@ export class ReactorEngine {
   async undo(runId: string): Promise<RunOutcome> {
     const lease = await this.options.locks.acquire(runLeaseKey(runId), this.leaseTtlMs);
     if (!lease) {
-      throw new InvalidRunStateError(`Run '${runId}' is executing in some process; undo it after it finishes.`, runId, 'running');
+      throw new InvalidRunStateError(
+        `Run '${runId}' is executing in some process; undo it after it finishes.`,
+        runId,
+        'running',
+      );
     }
     try {
       const state = await this.options.storage.load(runId);
@@ -239,15 +258,15 @@ export class ReactorEngine {
       }
       const def = this.definition(state.reactorName);
       const env = this.env('caller', lease);
-      const execution = new RunExecution(def, state, env, RunExecution.saver(env, state));
+      const save = RunExecution.saver(env, state, { reopen: true });
+      const execution = new RunExecution(def, state, env, save);
       state.status = 'rolling_back';
-      await this.options.storage.save(state, { lease, leaseTtlMs: this.leaseTtlMs });
+      await save(false);
       const failures = await execution.undoAll();
       state.status = 'cancelled';
       state.cancellation = { reason: 'undo', rollbackFailures: failures };
       state.finishedAt = this.clock.now();
-      state.updatedAt = this.clock.now();
-      await this.options.storage.save(state, { lease, leaseTtlMs: this.leaseTtlMs });
+      await save(true);
       this.notify(runId);
       return outcomeOf(state);
     } finally {
@@ -261,7 +280,8 @@ export class ReactorEngine {
    * normally, so the job is not retried.
    */
   async handleJob(job: ReactorJob): Promise<void> {
-    if (job.kind !== 'resume') throw new ReactorError('INTERNAL', `Job kind '${job.kind}' is not handled by this engine yet.`);
+    if (job.kind !== 'resume')
+      throw new ReactorError('INTERNAL', `Job kind '${job.kind}' is not handled by this engine yet.`);
     let def: ReactorDefinition;
     try {
       def = this.definition(job.reactorName);
@@ -279,7 +299,11 @@ export class ReactorEngine {
     const { inputs, errors } = await validateReactorInputs(def.inputs, input);
     const state = newRunState(def, runId, inputs, this.clock.now());
     if (Object.keys(errors).length > 0) {
-      const error = new InputValidationError(`Reactor '${def.name}': input validation failed: ${describeFieldErrors(errors)}`, errors, def.name);
+      const error = new InputValidationError(
+        `Reactor '${def.name}': input validation failed: ${describeFieldErrors(errors)}`,
+        errors,
+        def.name,
+      );
       state.status = 'failed';
       state.finishedAt = state.createdAt;
       state.failure = {
@@ -296,10 +320,20 @@ export class ReactorEngine {
     }
     const created = await this.options.storage.save(state, { createOnly: true });
     if (!created) {
-      throw new InvalidRunStateError(`A run with id '${runId}' already exists; run ids must be unique.`, runId, 'exists');
+      throw new InvalidRunStateError(
+        `A run with id '${runId}' already exists; run ids must be unique.`,
+        runId,
+        'exists',
+      );
     }
     if (state.status === 'failed') {
-      await this.middleware.emit({ type: 'reactor.fail', runId, reactorName: def.name, at: this.clock.now(), failure: state.failure! });
+      await this.middleware.emit({
+        type: 'reactor.fail',
+        runId,
+        reactorName: def.name,
+        at: this.clock.now(),
+        failure: state.failure!,
+      });
     }
     return state;
   }
@@ -318,7 +352,13 @@ export class ReactorEngine {
    * Take the run's lease, load, execute, release. In a worker, a held lease snoozes the job and a
    * missing or terminal run is a no-op.
    */
-  private async executeWithLease(def: ReactorDefinition, runId: string, mode: 'caller' | 'worker', resumed: boolean, job?: ReactorJob): Promise<RunOutcome> {
+  private async executeWithLease(
+    def: ReactorDefinition,
+    runId: string,
+    mode: 'caller' | 'worker',
+    resumed: boolean,
+    job?: ReactorJob,
+  ): Promise<RunOutcome> {
     const lease = await this.options.locks.acquire(runLeaseKey(runId), this.leaseTtlMs);
     if (!lease) {
       if (mode === 'worker' && job) {
@@ -354,7 +394,10 @@ export class ReactorEngine {
         const due = Math.max(...Object.values(state.retryAt));
         const early = due - this.clock.now();
         if (early > 0) {
-          await this.requireDispatcher(def.name).dispatch({ kind: 'resume', runId, reactorName: def.name }, { delayMs: early });
+          await this.requireDispatcher(def.name).dispatch(
+            { kind: 'resume', runId, reactorName: def.name },
+            { delayMs: early },
+          );
           return outcomeOf(state);
         }
       }
@@ -363,7 +406,12 @@ export class ReactorEngine {
       if (outcome.status !== 'dispatched') this.notify(runId);
       return outcome;
     } catch (error) {
-      if (error instanceof LeaseLostError) this.logger.warn(error.message);
+      if (error instanceof LeaseLostError) {
+        this.logger.warn(error.message);
+        // A worker that lost its lease stops quietly: the new holder carries the run on.
+        if (mode === 'worker')
+          return { status: 'dispatched', runId, reactorName: def.name, results: {}, trace: [], attempts: {} };
+      }
       throw error;
     } finally {
       clearInterval(extender.timer);
@@ -374,14 +422,17 @@ export class ReactorEngine {
   private startExtending(lease: Lease): { timer: NodeJS.Timeout; lost: boolean } {
     const handle = {
       lost: false,
-      timer: setInterval(() => {
-        this.options.locks.extend(lease, this.leaseTtlMs).then(
-          (ok) => {
-            if (!ok) handle.lost = true;
-          },
-          (error: unknown) => this.logger.warn(`Could not extend lease ${lease.key}: ${(error as Error)?.message}`),
-        );
-      }, Math.max(10, Math.floor(this.leaseTtlMs / 3))),
+      timer: setInterval(
+        () => {
+          this.options.locks.extend(lease, this.leaseTtlMs).then(
+            (ok) => {
+              if (!ok) handle.lost = true;
+            },
+            (error: unknown) => this.logger.warn(`Could not extend lease ${lease.key}: ${(error as Error)?.message}`),
+          );
+        },
+        Math.max(10, Math.floor(this.leaseTtlMs / 3)),
+      ),
     };
     handle.timer.unref();
     return handle;
@@ -413,7 +464,10 @@ export class ReactorEngine {
 
   private requireDispatcher(reactorName: string): JobDispatcher {
     if (!this.options.dispatcher) {
-      throw new ReactorError('INTERNAL', `Reactor '${reactorName}' needs a job dispatcher for background work, and none is configured.`);
+      throw new ReactorError(
+        'INTERNAL',
+        `Reactor '${reactorName}' needs a job dispatcher for background work, and none is configured.`,
+      );
     }
     return this.options.dispatcher;
   }

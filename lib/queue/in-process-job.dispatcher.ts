@@ -12,6 +12,8 @@ export class InProcessJobDispatcher implements JobDispatcher {
   private closed = false;
   private idleWaiters: Array<() => void> = [];
   private readonly timers = new Set<NodeJS.Timeout>();
+  /** Jobs delivered before a handler was set (before application bootstrap); run once it is. */
+  private waiting: ReactorJob[] = [];
 
   constructor(
     private readonly clock: Clock = systemClock,
@@ -21,6 +23,9 @@ export class InProcessJobDispatcher implements JobDispatcher {
   /** Set the function that handles delivered jobs (the engine's `handleJob`). */
   setHandler(handler: JobHandler): void {
     this.handler = handler;
+    const waiting = this.waiting;
+    this.waiting = [];
+    for (const job of waiting) void this.deliver(job);
   }
 
   async dispatch(job: ReactorJob, options: { delayMs?: number } = {}): Promise<void> {
@@ -53,11 +58,16 @@ export class InProcessJobDispatcher implements JobDispatcher {
     this.closed = true;
     for (const t of this.timers) clearTimeout(t);
     this.timers.clear();
+    this.waiting = [];
     this.pending = 0;
     this.flushIdle();
   }
 
   private async deliver(job: ReactorJob): Promise<void> {
+    if (!this.closed && !this.handler) {
+      this.waiting.push(job);
+      return;
+    }
     try {
       if (!this.closed && this.handler) await this.handler(job);
     } catch (error) {

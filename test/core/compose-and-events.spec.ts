@@ -10,7 +10,10 @@ function payment(log: string[], failAt?: string) {
       const auth = r.step(
         'authorize',
         {
-          run: ({ amount: a }: { amount: number }) => (log.push('run:authorize'), failAt === 'authorize' ? failure('no auth') : success(`auth-${a}`)),
+          run: ({ amount: a }: { amount: number }) => (
+            log.push('run:authorize'),
+            failAt === 'authorize' ? failure('no auth') : success(`auth-${a}`)
+          ),
           undo: () => log.push('undo:authorize'),
         },
         { amount },
@@ -18,7 +21,10 @@ function payment(log: string[], failAt?: string) {
       return r.step(
         'capture',
         {
-          run: ({ auth: a }: { auth: string }) => (log.push('run:capture'), failAt === 'capture' ? failure(new RangeError('capture failed')) : success({ id: `cap-${a}` })),
+          run: ({ auth: a }: { auth: string }) => (
+            log.push('run:capture'),
+            failAt === 'capture' ? failure(new RangeError('capture failed')) : success({ id: `cap-${a}` })
+          ),
           compensate: () => log.push('compensate:capture'),
           undo: () => log.push('undo:capture'),
         },
@@ -34,11 +40,23 @@ function checkout(log: string[], failAfter = false) {
     'checkout',
     (r: ReactorBuilder<{ total: number }>) => {
       const total = r.input('total', { type: 'number' });
-      const reserve = r.step('reserve', { run: () => (log.push('run:reserve'), success('r1')), undo: () => log.push('undo:reserve') }, {});
-      const paid = r.compose<{ amount: number }, { id: string }>('pay', 'payment', { amount: total }, { waitFor: [reserve] });
+      const reserve = r.step(
+        'reserve',
+        { run: () => (log.push('run:reserve'), success('r1')), undo: () => log.push('undo:reserve') },
+        {},
+      );
+      const paid = r.compose<{ amount: number }, { id: string }>(
+        'pay',
+        'payment',
+        { amount: total },
+        { waitFor: [reserve] },
+      );
       return r.step(
         'ship',
-        { run: () => (log.push('run:ship'), failAfter ? failure('no courier') : success('s1')), compensate: () => log.push('compensate:ship') },
+        {
+          run: () => (log.push('run:ship'), failAfter ? failure('no courier') : success('s1')),
+          compensate: () => log.push('compensate:ship'),
+        },
         { paymentId: paid.path('id') } as never,
       );
     },
@@ -64,7 +82,14 @@ describe('compose', () => {
     const log: string[] = [];
     engine.register(payment(log, 'capture'));
     const outcome = await engine.run(checkout(log), { total: 12 });
-    expect(log).toEqual(['run:reserve', 'run:authorize', 'run:capture', 'compensate:capture', 'undo:authorize', 'undo:reserve']);
+    expect(log).toEqual([
+      'run:reserve',
+      'run:authorize',
+      'run:capture',
+      'compensate:capture',
+      'undo:authorize',
+      'undo:reserve',
+    ]);
     expect(outcome.status === 'failed' && outcome.failure).toMatchObject({
       reactorName: 'payment',
       stepName: 'capture',
@@ -141,7 +166,17 @@ describe('middleware events', () => {
       'bad',
       (r: ReactorBuilder<object>) => {
         const a = r.step('a', { run: () => success(1), undo: () => undefined }, {});
-        r.step('b', { run: () => failure('x'), compensate: () => { throw new Error('comp broke'); } }, {}, { waitFor: [a], retries: { maxAttempts: 2, baseDelayMs: 5 } });
+        r.step(
+          'b',
+          {
+            run: () => failure('x'),
+            compensate: () => {
+              throw new Error('comp broke');
+            },
+          },
+          {},
+          { waitFor: [a], retries: { maxAttempts: 2, baseDelayMs: 5 } },
+        );
       },
       { maxConcurrency: 1 },
     );
@@ -164,7 +199,13 @@ describe('middleware events', () => {
   it('swallows middleware errors so a run is never broken by an observer', async () => {
     const errors: string[] = [];
     const { engine } = createHarness({
-      middleware: [{ onEvent: () => { throw new Error('observer bug'); } }],
+      middleware: [
+        {
+          onEvent: () => {
+            throw new Error('observer bug');
+          },
+        },
+      ],
       logger: { log: () => undefined, warn: () => undefined, error: (m) => errors.push(m) },
     });
     const def = defineReactor('robust', (r: ReactorBuilder<object>) => r.step('a', () => success(1), {}));

@@ -47,7 +47,9 @@ describe('definition: validation at definition time', () => {
 
   it('names unknown step references and duplicate names', () => {
     expect(
-      fails(() => defineReactor('unknown', (r: ReactorBuilder<object>) => void r.step('a', noop, {}, { waitFor: ['ghost'] }))).message,
+      fails(() =>
+        defineReactor('unknown', (r: ReactorBuilder<object>) => void r.step('a', noop, {}, { waitFor: ['ghost'] })),
+      ).message,
     ).toBe("Reactor 'unknown': step 'a' depends on unknown step 'ghost'. Declared steps: a.");
     expect(
       fails(() =>
@@ -83,14 +85,19 @@ describe('definition: validation at definition time', () => {
   });
 
   it('rejects bad retry options, concurrency and background points with the field named', () => {
-    expect(fails(() => defineReactor('r1', (r: ReactorBuilder<object>) => void r.step('a', noop, {}, { retries: { maxAttempts: 0 } }))).message).toBe(
-      "Reactor 'r1': step 'a': retries.maxAttempts must be an integer >= 1 (got 0).",
-    );
-    expect(fails(() => defineReactor('r2', (r: ReactorBuilder<object>) => void r.step('a', noop, {}), { maxConcurrency: 0 })).message).toBe(
-      "Reactor 'r2': maxConcurrency must be an integer >= 1 (got 0).",
-    );
     expect(
-      fails(() => defineReactor('r3', (r: ReactorBuilder<object>) => void r.step('a', noop, {}), { background: { after: 'zz' } })).message,
+      fails(() =>
+        defineReactor('r1', (r: ReactorBuilder<object>) => void r.step('a', noop, {}, { retries: { maxAttempts: 0 } })),
+      ).message,
+    ).toBe("Reactor 'r1': step 'a': retries.maxAttempts must be an integer >= 1 (got 0).");
+    expect(
+      fails(() => defineReactor('r2', (r: ReactorBuilder<object>) => void r.step('a', noop, {}), { maxConcurrency: 0 }))
+        .message,
+    ).toBe("Reactor 'r2': maxConcurrency must be an integer >= 1 (got 0).");
+    expect(
+      fails(() =>
+        defineReactor('r3', (r: ReactorBuilder<object>) => void r.step('a', noop, {}), { background: { after: 'zz' } }),
+      ).message,
     ).toBe("Reactor 'r3': background hand-off names unknown step 'zz'. Declared steps: a.");
   });
 

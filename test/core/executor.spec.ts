@@ -7,7 +7,11 @@ import { createHarness, deferred } from './harness';
 type Log = string[];
 
 /** A step that records run/compensate/undo in `log` and fails when `fail` is set. */
-function tracked(log: Log, name: string, opts: { fail?: boolean; value?: unknown; undoThrows?: boolean } = {}): StepHandler<object, unknown> {
+function tracked(
+  log: Log,
+  name: string,
+  opts: { fail?: boolean; value?: unknown; undoThrows?: boolean } = {},
+): StepHandler<object, unknown> {
   return {
     run: () => {
       log.push(`run:${name}`);
@@ -51,19 +55,31 @@ describe('executor: results flow', () => {
   it('reads paths nil-safely and applies transforms, and a throwing transform is an argument error', async () => {
     const { engine } = createHarness();
     const log: Log = [];
-    const def = defineReactor('paths', (r: ReactorBuilder<{ order: { customer?: { email: string } } }>) => {
-      const order = r.input('order', { type: 'object' });
-      r.step('first', tracked(log, 'first'), {});
-      r.step('email', ({ email }: { email: string | undefined }) => success(email ?? 'none'), {
-        email: order.path('customer.email'),
-      });
-      r.step(
-        'boom',
-        tracked(log, 'boom'),
-        {},
-        { waitFor: [r.step('upper', ({ e }: { e: string }) => success(e), { e: order.transform(() => { throw new TypeError('bad transform'); }) })] },
-      );
-    }, { maxConcurrency: 1 });
+    const def = defineReactor(
+      'paths',
+      (r: ReactorBuilder<{ order: { customer?: { email: string } } }>) => {
+        const order = r.input('order', { type: 'object' });
+        r.step('first', tracked(log, 'first'), {});
+        r.step('email', ({ email }: { email: string | undefined }) => success(email ?? 'none'), {
+          email: order.path('customer.email'),
+        });
+        r.step(
+          'boom',
+          tracked(log, 'boom'),
+          {},
+          {
+            waitFor: [
+              r.step('upper', ({ e }: { e: string }) => success(e), {
+                e: order.transform(() => {
+                  throw new TypeError('bad transform');
+                }),
+              }),
+            ],
+          },
+        );
+      },
+      { maxConcurrency: 1 },
+    );
     const outcome = await engine.run(def, { order: {} });
     expect(outcome.results.email).toBe('none');
     expect(outcome.status).toBe('failed');
@@ -88,16 +104,20 @@ describe('executor: concurrency', () => {
       'wide',
       (r: ReactorBuilder<object>) => {
         gates.forEach((gate, i) =>
-          r.step(`s${i}`, async () => {
-            inFlight++;
-            peak = Math.max(peak, inFlight);
-            started.push(i);
-            if (started.length === 3) gates.slice(0, 3).forEach((g) => g.resolve());
-            if (i >= 3) gate.resolve();
-            await gate.promise;
-            inFlight--;
-            return success(i);
-          }, {}),
+          r.step(
+            `s${i}`,
+            async () => {
+              inFlight++;
+              peak = Math.max(peak, inFlight);
+              started.push(i);
+              if (started.length === 3) gates.slice(0, 3).forEach((g) => g.resolve());
+              if (i >= 3) gate.resolve();
+              await gate.promise;
+              inFlight--;
+              return success(i);
+            },
+            {},
+          ),
         );
       },
       { maxConcurrency: 3 },
@@ -167,7 +187,15 @@ describe('executor: concurrency', () => {
     });
     const outcome = await engine.run(def, {});
     expect(outcome.status).toBe('failed');
-    expect(log).toEqual(['run:first', 'run:slow', 'run:fails', 'done:slow', 'compensate:fails', 'undo:slow', 'undo:first']);
+    expect(log).toEqual([
+      'run:first',
+      'run:slow',
+      'run:fails',
+      'done:slow',
+      'compensate:fails',
+      'undo:slow',
+      'undo:first',
+    ]);
   });
 });
 
@@ -209,8 +237,18 @@ describe('executor: compensation and undo', () => {
       (r: ReactorBuilder<object>) => {
         const a = r.step('a', tracked(log, 'a'), {});
         const b = r.step('b', tracked(log, 'b', { undoThrows: true }), {}, { waitFor: [a] });
-        const s = r.step('s', { run: () => skipped('kept', 'nothing to do'), undo: () => log.push('undo:s') }, {}, { waitFor: [b] });
-        r.step('c', { run: () => failStep('deep failure'), compensate: () => failure('cannot compensate') }, {}, { waitFor: [s] });
+        const s = r.step(
+          's',
+          { run: () => skipped('kept', 'nothing to do'), undo: () => log.push('undo:s') },
+          {},
+          { waitFor: [b] },
+        );
+        r.step(
+          'c',
+          { run: () => failStep('deep failure'), compensate: () => failure('cannot compensate') },
+          {},
+          { waitFor: [s] },
+        );
       },
       { maxConcurrency: 1 },
     );
@@ -247,8 +285,16 @@ describe('executor: compensation and undo', () => {
     const { engine } = createHarness();
     const deep = (fn: () => never) => () => fn();
     const def = defineReactor('signals', (r: ReactorBuilder<object>) => {
-      r.step('ok', deep(() => succeedStep(7)), {});
-      r.step('skip', deep(() => skipStep('s')), {});
+      r.step(
+        'ok',
+        deep(() => succeedStep(7)),
+        {},
+      );
+      r.step(
+        'skip',
+        deep(() => skipStep('s')),
+        {},
+      );
       r.step('halt-later', () => halt('done'), {}, { waitFor: ['ok', 'skip'] });
     });
     const outcome = await engine.run(def, {});
@@ -291,7 +337,9 @@ describe('executor: compensation and undo', () => {
     const undone = await engine.undo(done.runId);
     expect(log).toEqual(['run:a', 'run:b', 'undo:b', 'undo:a']);
     expect(undone).toMatchObject({ status: 'cancelled', reason: 'undo', rollbackFailures: [] });
-    await expect(engine.undo(done.runId)).rejects.toThrow(/cancelled; only completed, halted, failed or paused runs can be undone/);
+    await expect(engine.undo(done.runId)).rejects.toThrow(
+      /cancelled; only completed, halted, failed or paused runs can be undone/,
+    );
   });
 });
 
@@ -304,9 +352,14 @@ describe('executor: retries', () => {
     const { engine, clock } = createHarness();
     let calls = 0;
     const def = defineReactor('retry', (r: ReactorBuilder<object>) => {
-      r.step('flaky', () => (++calls < 4 ? failure(new Error(`try ${calls}`)) : success('ok')), {}, {
-        retries: { maxAttempts: 4, backoff, baseDelayMs: 100 },
-      });
+      r.step(
+        'flaky',
+        () => (++calls < 4 ? failure(new Error(`try ${calls}`)) : success('ok')),
+        {},
+        {
+          retries: { maxAttempts: 4, backoff, baseDelayMs: 100 },
+        },
+      );
     });
     const outcome = await engine.run(def, {});
     expect(outcome.status).toBe('completed');
@@ -318,13 +371,22 @@ describe('executor: retries', () => {
   it('caps delays at maxDelayMs and fails after maxAttempts', async () => {
     const { engine, clock } = createHarness();
     const def = defineReactor('exhaust', (r: ReactorBuilder<object>) => {
-      r.step('down', () => { throw new Error('still down'); }, {}, {
-        retries: { maxAttempts: 3, baseDelayMs: 1000, maxDelayMs: 1500 },
-      });
+      r.step(
+        'down',
+        () => {
+          throw new Error('still down');
+        },
+        {},
+        {
+          retries: { maxAttempts: 3, baseDelayMs: 1000, maxDelayMs: 1500 },
+        },
+      );
     });
     const outcome = await engine.run(def, {});
     expect(clock.sleeps).toEqual([1000, 1500]);
-    expect(outcome.status === 'failed' && outcome.failure.message).toBe("Reactor 'exhaust' step 'down' failed after 3 attempts: still down");
+    expect(outcome.status === 'failed' && outcome.failure.message).toBe(
+      "Reactor 'exhaust' step 'down' failed after 3 attempts: still down",
+    );
   });
 
   it('never retries a failure marked retryable: false, nor an error whose retryable is false', async () => {
@@ -336,7 +398,14 @@ describe('executor: retries', () => {
       r.step('a', () => failure('card expired', { retryable: false }), {}, { retries: { maxAttempts: 5 } });
     });
     const def2 = defineReactor('no-retry-2', (r: ReactorBuilder<object>) => {
-      r.step('b', () => { throw new Declined('declined'); }, {}, { retries: { maxAttempts: 5 } });
+      r.step(
+        'b',
+        () => {
+          throw new Declined('declined');
+        },
+        {},
+        { retries: { maxAttempts: 5 } },
+      );
     });
     const one = await engine.run(def, {});
     const two = await engine.run(def2, {});
@@ -366,9 +435,14 @@ describe('executor: durability hooks', () => {
 
   it('hands the whole run to a worker with background: { all: true } and wait() sees it finish', async () => {
     const { engine, dispatcher } = createHarness();
-    const def = defineReactor('bg', (r: ReactorBuilder<{ n: number }>) => r.step('sq', ({ n }: { n: number }) => success(n * n), { n: r.input('n', { type: 'number' }) }), {
-      background: { all: true },
-    });
+    const def = defineReactor(
+      'bg',
+      (r: ReactorBuilder<{ n: number }>) =>
+        r.step('sq', ({ n }: { n: number }) => success(n * n), { n: r.input('n', { type: 'number' }) }),
+      {
+        background: { all: true },
+      },
+    );
     const outcome = await engine.run(def, { n: 9 });
     expect(outcome.status).toBe('dispatched');
     const done = await engine.wait(outcome.runId, { timeoutMs: 5000 });

@@ -27,8 +27,6 @@ class ChargeResult {
   @IsString() chargeId!: string;
 }
 
-const order = { id: 'o-1', total: 30, lines: [{ sku: 'a', qty: 2 }] };
-
 describe('validation: reactor inputs', () => {
   it('validates DTO inputs, nested, and reports every field error without running a step', async () => {
     const { engine } = createHarness();
@@ -38,26 +36,41 @@ describe('validation: reactor inputs', () => {
       const count = r.input('count', { type: 'integer' });
       return r.step('x', () => ((ran = true), success(1)), { o, count } as never);
     });
-    const outcome = await engine.run(def, { order: { id: 7, total: -1, lines: [{ sku: 'a', qty: 0 }] }, count: 1.5 } as never);
+    const outcome = await engine.run(def, {
+      order: { id: 7, total: -1, lines: [{ sku: 'a', qty: 0 }] },
+      count: 1.5,
+    } as never);
     expect(ran).toBe(false);
     expect(outcome.status).toBe('failed');
     if (outcome.status !== 'failed') return;
     expect(outcome.failure.code).toBe('INPUT_VALIDATION');
     expect(outcome.failure.retryable).toBe(false);
-    expect(Object.keys(outcome.failure.fieldErrors ?? {}).sort()).toEqual(['count', 'order.id', 'order.lines.0.qty', 'order.total']);
+    expect(Object.keys(outcome.failure.fieldErrors ?? {}).sort()).toEqual([
+      'count',
+      'order.id',
+      'order.lines.0.qty',
+      'order.total',
+    ]);
     expect(outcome.failure.message).toMatch(/^Reactor 'orders': input validation failed: /);
     expect((await engine.get(outcome.runId))?.status).toBe('failed');
   });
 
   it('applies short forms: presence over truthiness, optional, default, null', async () => {
     const { engine } = createHarness();
-    const def = defineReactor('short', (r: ReactorBuilder<{ flag: boolean; note?: string; limit: number; name: string }>) => {
-      const flag = r.input('flag', { type: 'boolean' });
-      const note = r.input('note', { type: 'string', optional: true });
-      const limit = r.input('limit', { type: 'number', default: 10 });
-      r.input('name', { type: 'string' });
-      return r.step('echo', (a: { flag: boolean; note?: string; limit: number }) => success(a), { flag, note, limit });
-    });
+    const def = defineReactor(
+      'short',
+      (r: ReactorBuilder<{ flag: boolean; note?: string; limit: number; name: string }>) => {
+        const flag = r.input('flag', { type: 'boolean' });
+        const note = r.input('note', { type: 'string', optional: true });
+        const limit = r.input('limit', { type: 'number', default: 10 });
+        r.input('name', { type: 'string' });
+        return r.step('echo', (a: { flag: boolean; note?: string; limit: number }) => success(a), {
+          flag,
+          note,
+          limit,
+        });
+      },
+    );
     const ok = await engine.run(def, { flag: false, name: '' } as never);
     expect(ok.status === 'completed' && ok.value).toEqual({ flag: false, note: undefined, limit: 10 });
 
@@ -67,7 +80,10 @@ describe('validation: reactor inputs', () => {
       name: ['must be a string'],
     });
     const missing = await engine.run(def, {} as never);
-    expect(missing.status === 'failed' && missing.failure.fieldErrors).toEqual({ flag: ['is missing'], name: ['is missing'] });
+    expect(missing.status === 'failed' && missing.failure.fieldErrors).toEqual({
+      flag: ['is missing'],
+      name: ['is missing'],
+    });
   });
 
   it('never shows redacted inputs in failures, traces, events or get()', async () => {
@@ -76,9 +92,13 @@ describe('validation: reactor inputs', () => {
     const def = defineReactor('pay', (r: ReactorBuilder<{ token: string; amount: number }>) => {
       const token = r.input('token', { type: 'string', redact: true });
       const amount = r.input('amount', { type: 'number' });
-      return r.step('charge', () => {
-        throw new Error('declined');
-      }, { token, amount } as never);
+      return r.step(
+        'charge',
+        () => {
+          throw new Error('declined');
+        },
+        { token, amount } as never,
+      );
     });
     const outcome = await engine.run(def, { token: secret, amount: 5 });
     expect(outcome.status).toBe('failed');
@@ -100,7 +120,10 @@ describe('validation: step contracts', () => {
       const first = r.step('first', { run: () => success(1), undo: () => log.push('undo:first') }, {});
       return r.step(
         'charge',
-        { run: () => (log.push('run:charge'), success({ chargeId: 'c' })), compensate: () => log.push('compensate:charge') },
+        {
+          run: () => (log.push('run:charge'), success({ chargeId: 'c' })),
+          compensate: () => log.push('compensate:charge'),
+        },
         { amount },
         { input: ChargeArgs, retries: { maxAttempts: 3 }, waitFor: [first] },
       );
@@ -128,7 +151,10 @@ describe('validation: step contracts', () => {
     });
     const outcome = await engine.run(def, {});
     expect(log).toEqual(['compensate:charge']);
-    expect(outcome.status === 'failed' && outcome.failure).toMatchObject({ code: 'INPUT_VALIDATION', fieldErrors: { chargeId: expect.any(Array) } });
+    expect(outcome.status === 'failed' && outcome.failure).toMatchObject({
+      code: 'INPUT_VALIDATION',
+      fieldErrors: { chargeId: expect.any(Array) },
+    });
     expect(outcome.attempts).toEqual({ charge: 1 });
   });
 });

@@ -102,11 +102,20 @@ export class ReactorBuilder<I> {
    * child's result. If the child fails it rolls itself back, then the parent rolls back; undoing
    * the parent replays the child's undos.
    */
-  compose<CI, CO>(name: string, child: ComposeTarget<CI, CO>, args: ArgRefs<CI>, options: ComposeOptions = {}): Ref<CO> {
+  compose<CI, CO>(
+    name: string,
+    child: ComposeTarget<CI, CO>,
+    args: ArgRefs<CI>,
+    options: ComposeOptions = {},
+  ): Ref<CO> {
     this.checkNewStepName(name);
-    const reactorName = typeof child === 'string' ? child : typeof child === 'function' ? getReactorMetadata(child)?.name : child.name;
+    const reactorName =
+      typeof child === 'string' ? child : typeof child === 'function' ? getReactorMetadata(child)?.name : child.name;
     if (!reactorName) {
-      this.fail(`compose step '${name}': the child is not a reactor. Pass a ReactorDefinition, a @Reactor class or a reactor name`, name);
+      this.fail(
+        `compose step '${name}': the child is not a reactor. Pass a ReactorDefinition, a @Reactor class or a reactor name`,
+        name,
+      );
     }
     this.pending.push({
       name,
@@ -124,7 +133,11 @@ export class ReactorBuilder<I> {
     const steps: StepDefinition[] = this.pending.map((p, index) => {
       const waitFor = p.waitFor.map((w) => {
         const target = typeof w === 'string' ? w : w.dependsOn;
-        if (!target) this.fail(`step '${p.name}': waitFor must name a step or be a step's ref (got an input or value ref)`, p.name);
+        if (!target)
+          this.fail(
+            `step '${p.name}': waitFor must name a step or be a step's ref (got an input or value ref)`,
+            p.name,
+          );
         return target;
       });
       const reads = Object.values(p.args)
@@ -164,7 +177,8 @@ export class ReactorBuilder<I> {
     let returns: ArgSource | undefined;
     if (returned instanceof Ref) {
       returns = returned.source;
-      if (returns.kind === 'result' && !names.has(returns.step)) this.fail(`the returned ref reads unknown step '${returns.step}'`);
+      if (returns.kind === 'result' && !names.has(returns.step))
+        this.fail(`the returned ref reads unknown step '${returns.step}'`);
     } else if (returned !== undefined) {
       this.fail('build() must return a ref (from r.step, r.input, r.value) or nothing');
     }
@@ -199,7 +213,9 @@ export class ReactorBuilder<I> {
     if ('all' in background && background.all !== true) this.fail('background.all must be true');
     const step = 'after' in background ? background.after : 'before' in background ? background.before : undefined;
     if (step !== undefined && !names.has(step)) {
-      this.fail(`background hand-off names unknown step '${step}'. Declared steps: ${[...names].join(', ') || '(none)'}`);
+      this.fail(
+        `background hand-off names unknown step '${step}'. Declared steps: ${[...names].join(', ') || '(none)'}`,
+      );
     }
   }
 
@@ -238,12 +254,16 @@ export class ReactorBuilder<I> {
   }
 
   private toSources(step: string, args: Record<string, Ref<unknown> | undefined>): Record<string, ArgSource> {
-    if (typeof args !== 'object' || args === null) this.fail(`step '${step}': args must be an object of refs ({} for none)`, step);
+    if (typeof args !== 'object' || args === null)
+      this.fail(`step '${step}': args must be an object of refs ({} for none)`, step);
     const out: Record<string, ArgSource> = {};
     for (const [key, ref] of Object.entries(args)) {
       if (ref === undefined) continue;
       if (!(ref instanceof Ref)) {
-        this.fail(`step '${step}': argument '${key}' must be a ref (use r.input, a step's ref, or r.value(...) for a constant)`, step);
+        this.fail(
+          `step '${step}': argument '${key}' must be a ref (use r.input, a step's ref, or r.value(...) for a constant)`,
+          step,
+        );
       }
       out[key] = ref.source;
     }
@@ -257,6 +277,12 @@ export class ReactorBuilder<I> {
         const meta = getStepMetadata(handler);
         return { kind: 'class', stepClass: handler as StepClass<never, unknown>, name: meta?.name ?? handler.name };
       }
+      if (/^class[\s{]/.test(Function.prototype.toString.call(handler))) {
+        this.fail(
+          `step '${step}': class ${handler.name} has no run(args, ctx) method; a step class must implement StepHandler`,
+          step,
+        );
+      }
       return { kind: 'inline', handler: { run: handler as InlineStep<never, unknown> }, name: `inline:${step}` };
     }
     if (handler && typeof handler === 'object' && typeof (handler as StepHandler).run === 'function') {
@@ -267,7 +293,8 @@ export class ReactorBuilder<I> {
 
   private checkNewStepName(name: string): void {
     if (typeof name !== 'string' || name.length === 0) this.fail('step names must be non-empty strings');
-    if (this.pending.some((p) => p.name === name)) this.fail(`step '${name}' is declared twice; step names must be unique`, name);
+    if (this.pending.some((p) => p.name === name))
+      this.fail(`step '${name}' is declared twice; step names must be unique`, name);
   }
 
   private fail(message: string, step?: string): never {
@@ -312,7 +339,8 @@ export function defineReactor<I, O = Record<string, unknown>>(
   build: (r: ReactorBuilder<I>) => Ref<O> | void,
   options: ReactorOptions = {},
 ): ReactorDefinition<I, O> {
-  if (typeof name !== 'string' || name.length === 0) throw new DefinitionError('Reactor names must be non-empty strings.', String(name));
+  if (typeof name !== 'string' || name.length === 0)
+    throw new DefinitionError('Reactor names must be non-empty strings.', String(name));
   const builder = new ReactorBuilder<I>(name);
   const returned = build(builder);
   return builder.finish<O>(returned, options);

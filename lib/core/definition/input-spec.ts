@@ -41,10 +41,12 @@ const INPUT_TYPES: readonly InputType[] = ['string', 'number', 'integer', 'boole
 /** Normalize an input spec; returns an error message for a bad one. */
 export function toInputDefinition(name: string, spec: InputSpec | undefined): InputDefinition | string {
   if (spec === undefined) return { name, type: 'any', optional: false, hasDefault: false, redact: false };
-  if (typeof spec === 'function') return { name, type: 'object', dto: spec, optional: false, hasDefault: false, redact: false };
+  if (typeof spec === 'function')
+    return { name, type: 'object', dto: spec, optional: false, hasDefault: false, redact: false };
   if (typeof spec !== 'object' || spec === null) return `input '${name}': expected a DTO class or options object`;
   const type = spec.type ?? (spec.dto ? 'object' : 'any');
-  if (!INPUT_TYPES.includes(type)) return `input '${name}': unknown type '${String(type)}' (use one of ${INPUT_TYPES.join(', ')})`;
+  if (!INPUT_TYPES.includes(type))
+    return `input '${name}': unknown type '${String(type)}' (use one of ${INPUT_TYPES.join(', ')})`;
   const hasDefault = 'default' in spec && spec.default !== undefined;
   return {
     name,

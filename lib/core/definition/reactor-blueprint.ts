@@ -24,7 +24,9 @@ export interface ReactorBlueprint<I = Record<string, unknown>, O = unknown> {
 export type ReactorClass<I = any, O = any> = new (...deps: never[]) => ReactorBlueprint<I, O>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
 /** The input type of a reactor class. */
-export type ReactorInputOf<C> = C extends new (...deps: never[]) => { build(r: ReactorBuilder<infer I>): unknown } ? I : never;
+export type ReactorInputOf<C> = C extends new (...deps: never[]) => { build(r: ReactorBuilder<infer I>): unknown }
+  ? I
+  : never;
 
 /** The result type of a reactor class. */
 export type ReactorOutputOf<C> = C extends new (...deps: never[]) => { build(r: never): infer R }
@@ -47,5 +49,11 @@ export function defineReactorMetadata(reactorClass: object, metadata: ReactorCla
 
 /** The metadata of a reactor class, or undefined when it is not a reactor. */
 export function getReactorMetadata(reactorClass: object): ReactorClassMetadata | undefined {
-  return reactorMetadata.get(reactorClass);
+  let current: object | null = reactorClass;
+  while (current && current !== Function.prototype) {
+    const found = reactorMetadata.get(current);
+    if (found) return found;
+    current = Object.getPrototypeOf(current) as object | null;
+  }
+  return undefined;
 }

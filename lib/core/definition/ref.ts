@@ -21,7 +21,8 @@ export type Path<T, Depth extends unknown[] = []> = Depth['length'] extends 4
   : T extends Primitive | readonly unknown[]
     ? never
     : {
-        [K in keyof T & string]: K | (NonNullable<T[K]> extends Primitive ? never : `${K}.${Path<NonNullable<T[K]>, [...Depth, 1]>}`);
+        [K in keyof T & string]:
+          K | (NonNullable<T[K]> extends Primitive ? never : `${K}.${Path<NonNullable<T[K]>, [...Depth, 1]>}`);
       }[keyof T & string];
 
 /** The type at dot-separated path `P` of `T` (nullable links make the result possibly undefined). */
@@ -71,10 +72,10 @@ type OptionalKeys<A> = Exclude<keyof A, RequiredKeys<A>>;
 
 /** Describe a source for messages and definition hashes. */
 export function describeSource(source: ArgSource): string {
-  const base = source.kind === 'input' ? `input(${source.name})` : source.kind === 'result' ? `result(${source.step})` : 'value';
+  const base =
+    source.kind === 'input' ? `input(${source.name})` : source.kind === 'result' ? `result(${source.step})` : 'value';
   return (
-    base +
-    source.ops.map((op) => ('path' in op ? `.path(${op.path.join('.')})` : `.transform(${op.label})`)).join('')
+    base + source.ops.map((op) => ('path' in op ? `.path(${op.path.join('.')})` : `.transform(${op.label})`)).join('')
   );
 }
 

@@ -3,7 +3,10 @@ import { ReactorError } from './reactor.error';
 /** No run with this id is stored (never existed, or its retention TTL passed). */
 export class RunNotFoundError extends ReactorError {
   constructor(readonly runId: string) {
-    super('RUN_NOT_FOUND', `Run '${runId}' was not found. It may never have existed or its retention (contextTtl) expired.`);
+    super(
+      'RUN_NOT_FOUND',
+      `Run '${runId}' was not found. It may never have existed or its retention (contextTtl) expired.`,
+    );
   }
 }
 
@@ -20,7 +23,10 @@ export class InvalidRunStateError extends ReactorError {
 
 /** A run names a reactor this process has not registered. */
 export class UnknownReactorError extends ReactorError {
-  constructor(readonly reactorName: string, known: readonly string[]) {
+  constructor(
+    readonly reactorName: string,
+    known: readonly string[],
+  ) {
     super(
       'UNKNOWN_REACTOR',
       `Reactor '${reactorName}' is not registered in this process. Known reactors: ${known.length ? known.join(', ') : '(none)'}. ` +
@@ -32,7 +38,9 @@ export class UnknownReactorError extends ReactorError {
 /** The run's lease was lost (expired or taken by another worker); this worker must stop writing. */
 export class LeaseLostError extends ReactorError {
   constructor(readonly runId: string) {
-    super('LEASE_LOST', `Lease on run '${runId}' was lost; this worker stops and writes nothing more.`, { retryable: true });
+    super('LEASE_LOST', `Lease on run '${runId}' was lost; this worker stops and writes nothing more.`, {
+      retryable: true,
+    });
   }
 }
 

@@ -32,6 +32,7 @@ import { ArgumentResolutionError } from '../errors/argument-resolution.error';
 import { InputValidationError } from '../errors/input-validation.error';
 import { UnexpectedResultError } from '../errors/step.error';
 import { ReactorError } from '../errors/reactor.error';
+import { LeaseLostError } from '../errors/run-state.error';
 import type { ReactorDefinition, StepDefinition } from '../definition/definition';
 import { applyOps, type ArgSource } from '../definition/ref';
 import type { StepContext, StepHandler } from '../definition/step';
@@ -74,11 +75,23 @@ export interface ExecutionEnv {
 type StepResult =
   | { kind: 'success' | 'skipped'; step: StepDefinition; value: unknown; args: Record<string, unknown> }
   | { kind: 'halt'; step: StepDefinition; reason: string; details?: unknown }
-  | { kind: 'failure'; step: StepDefinition; failure: RunFailure; error: unknown; args: Record<string, unknown>; compensate: boolean }
+  | {
+      kind: 'failure';
+      step: StepDefinition;
+      failure: RunFailure;
+      error: unknown;
+      args: Record<string, unknown>;
+      compensate: boolean;
+    }
   | { kind: 'retry'; step: StepDefinition; delayMs: number };
 
 /** Create the initial state of a run. */
-export function newRunState(def: ReactorDefinition, runId: string, inputs: Record<string, unknown>, now: number): RunState {
+export function newRunState(
+  def: ReactorDefinition,
+  runId: string,
+  inputs: Record<string, unknown>,
+  now: number,
+): RunState {
   return {
     schemaVersion: RUN_STATE_SCHEMA_VERSION,
     runId,
@@ -112,7 +125,13 @@ export function outcomeOf<T = unknown>(state: RunState): RunOutcome<T> {
     case 'failed':
       return { ...base, status: 'failed', failure: state.failure ?? brokenFailure(state) };
     case 'halted':
-      return { ...base, status: 'halted', stepName: state.halt?.step ?? '', reason: state.halt?.reason ?? '', details: state.halt?.details };
+      return {
+        ...base,
+        status: 'halted',
+        stepName: state.halt?.step ?? '',
+        reason: state.halt?.reason ?? '',
+        details: state.halt?.details,
+      };
     case 'cancelled':
       return {
         ...base,
@@ -157,10 +176,20 @@ export class RunExecution {
   ) {}
 
   /** Save the root run through the storage port, fenced by the lease. */
-  static saver(env: ExecutionEnv, rootState: RunState): (terminal: boolean) => Promise<void> {
+  static saver(
+    env: ExecutionEnv,
+    rootState: RunState,
+    options: { reopen?: boolean } = {},
+  ): (terminal: boolean) => Promise<void> {
     return async () => {
       rootState.updatedAt = env.clock.now();
-      await env.storage.save(rootState, { lease: env.lease, leaseTtlMs: env.leaseTtlMs });
+      const written = await env.storage.save(rootState, {
+        lease: env.lease,
+        leaseTtlMs: env.leaseTtlMs,
+        reopen: options.reopen,
+      });
+      // Nothing written: the stored record is terminal, so this writer is stale and must stop.
+      if (!written) throw new LeaseLostError(rootState.runId);
     };
   }
 
@@ -183,7 +212,8 @@ export class RunExecution {
     } else if (result.handoff) {
       state.handoff = result.handoff.mode;
       await this.save(false);
-      if (this.root && this.env.enqueueResume) await this.env.enqueueResume(state.runId, state.reactorName, result.handoff.delayMs);
+      if (this.root && this.env.enqueueResume)
+        await this.env.enqueueResume(state.runId, state.reactorName, result.handoff.delayMs);
       return outcomeOf(state);
     } else {
       state.value = this.def.returns ? this.resolveSource(this.def.returns) : { ...state.results };
@@ -250,7 +280,8 @@ export class RunExecution {
           state.results[name] = settled.value;
           state.completed.push(name);
           finished.add(name);
-          if (settled.kind === 'success') state.undoStack.push({ step: name, args: settled.args, result: settled.value });
+          if (settled.kind === 'success')
+            state.undoStack.push({ step: name, args: settled.args, result: settled.value });
           if (state.retryAt) delete state.retryAt[name];
           this.trace({ type: settled.kind === 'success' ? 'complete' : 'skip', step: name });
           await this.emitStep(settled.step, { type: 'step.complete', outcome: settled.kind });
@@ -307,7 +338,11 @@ export class RunExecution {
       return this.failed(step, wrapped, {}, false, errorClass(error));
     }
     const shownArgs = redactArgs(step, args);
-    await this.emitStep(step, { type: 'step.start', attempt: (this.state.attempts[step.name] ?? 0) + 1, arguments: shownArgs });
+    await this.emitStep(step, {
+      type: 'step.start',
+      attempt: (this.state.attempts[step.name] ?? 0) + 1,
+      arguments: shownArgs,
+    });
 
     if (step.input) {
       const fieldErrors = await validateDto(step.input, args);
@@ -348,7 +383,8 @@ export class RunExecution {
       if (outcome instanceof Halt) return { kind: 'halt', step, reason: outcome.reason, details: outcome.details };
 
       const childFailure = (outcome as ChildFailure).childFailure;
-      if (childFailure) return { kind: 'failure', step, failure: childFailure, error: outcome.error, args, compensate: false };
+      if (childFailure)
+        return { kind: 'failure', step, failure: childFailure, error: outcome.error, args, compensate: false };
 
       if (outcome.retryable && attempt < step.retries.maxAttempts) {
         const delayMs = backoffDelay(step.retries, attempt);
@@ -366,13 +402,19 @@ export class RunExecution {
   }
 
   /** Call the step's body and normalize what it did into an outcome. */
-  private async invoke(step: StepDefinition, args: Record<string, unknown>, attempt: number): Promise<StepOutcome<unknown>> {
+  private async invoke(
+    step: StepDefinition,
+    args: Record<string, unknown>,
+    attempt: number,
+  ): Promise<StepOutcome<unknown>> {
     if (step.handler.kind === 'compose') return this.runChild(step, args);
     const handler = this.handlerFor(step);
     try {
       const result: unknown = await handler.run(args as never, this.context(step, attempt));
       if (isStepOutcome(result)) return result;
-      return new Failure(new UnexpectedResultError(this.def.name, step.name, describeValue(result)), { retryable: false });
+      return new Failure(new UnexpectedResultError(this.def.name, step.name, describeValue(result)), {
+        retryable: false,
+      });
     } catch (error) {
       if (isStepSignal(error)) return error.outcome;
       return new Failure(error);
@@ -409,7 +451,10 @@ export class RunExecution {
         return failure;
       }
       default:
-        throw new ReactorError('INTERNAL', `Composed reactor '${childDef.name}' ended ${outcome.status}, which compose does not support.`);
+        throw new ReactorError(
+          'INTERNAL',
+          `Composed reactor '${childDef.name}' ended ${outcome.status}, which compose does not support.`,
+        );
     }
   }
 
@@ -432,7 +477,11 @@ export class RunExecution {
 
   private resolveSource(source: ArgSource): unknown {
     const raw =
-      source.kind === 'input' ? this.state.inputs[source.name] : source.kind === 'result' ? this.state.results[source.step] : source.value;
+      source.kind === 'input'
+        ? this.state.inputs[source.name]
+        : source.kind === 'result'
+          ? this.state.results[source.step]
+          : source.value;
     return applyOps(raw, source.ops);
   }
 
@@ -486,11 +535,19 @@ export class RunExecution {
     state.finishedAt = this.env.clock.now();
     await this.save(true);
     for (const f of failures) {
-      await this.emitStep(f.step, { type: 'step.fail', error: f.failure.errorMessage, attempts: f.failure.attempts ?? 0 });
+      await this.emitStep(f.step, {
+        type: 'step.fail',
+        error: f.failure.errorMessage,
+        attempts: f.failure.attempts ?? 0,
+      });
     }
   }
 
-  private async compensate(step: StepDefinition, error: unknown, args: Record<string, unknown>): Promise<RollbackFailure | undefined> {
+  private async compensate(
+    step: StepDefinition,
+    error: unknown,
+    args: Record<string, unknown>,
+  ): Promise<RollbackFailure | undefined> {
     if (step.handler.kind === 'compose') return undefined;
     const handler = this.handlerFor(step);
     await this.emitStep(step, { type: 'compensation.start' });
@@ -499,11 +556,19 @@ export class RunExecution {
       await this.emitStep(step, { type: 'compensation.complete' });
       return undefined;
     }
-    const problem = await this.callRollback(() => handler.compensate!(error, args as never, this.context(step, this.state.attempts[step.name] ?? 1)));
+    const problem = await this.callRollback(() =>
+      handler.compensate!(error, args as never, this.context(step, this.state.attempts[step.name] ?? 1)),
+    );
     this.trace({ type: 'compensate', step: step.name, ok: !problem, detail: problem?.message });
     if (problem) {
       await this.emitStep(step, { type: 'compensation.fail', error: problem.message });
-      return { step: step.name, kind: 'compensate', reason: problem.reason, message: problem.message, reactorName: this.def.name };
+      return {
+        step: step.name,
+        kind: 'compensate',
+        reason: problem.reason,
+        message: problem.message,
+        reactorName: this.def.name,
+      };
     }
     await this.emitStep(step, { type: 'compensation.complete' });
     return undefined;
@@ -528,18 +593,34 @@ export class RunExecution {
   private async undoEntry(entry: UndoEntry): Promise<RollbackFailure[]> {
     const step = this.def.stepsByName.get(entry.step);
     if (!step) {
-      return [{ step: entry.step, kind: 'undo', reason: 'raised', message: `step '${entry.step}' is not in the definition`, reactorName: this.def.name }];
+      return [
+        {
+          step: entry.step,
+          kind: 'undo',
+          reason: 'raised',
+          message: `step '${entry.step}' is not in the definition`,
+          reactorName: this.def.name,
+        },
+      ];
     }
     await this.emitStep(step, { type: 'undo.start' });
     if (step.handler.kind === 'compose') {
       const childState = this.state.children[step.name];
       const childFailures = childState
-        ? await new RunExecution(this.env.definition(childState.reactorName), childState, this.env, this.save, false).undoChild()
+        ? await new RunExecution(
+            this.env.definition(childState.reactorName),
+            childState,
+            this.env,
+            this.save,
+            false,
+          ).undoChild()
         : [];
       this.trace({ type: 'undo', step: step.name, ok: childFailures.length === 0 });
       await this.emitStep(
         step,
-        childFailures.length ? { type: 'undo.fail', error: `${childFailures.length} child rollback failure(s)` } : { type: 'undo.complete' },
+        childFailures.length
+          ? { type: 'undo.fail', error: `${childFailures.length} child rollback failure(s)` }
+          : { type: 'undo.complete' },
       );
       return childFailures;
     }
@@ -549,11 +630,15 @@ export class RunExecution {
       await this.emitStep(step, { type: 'undo.complete' });
       return [];
     }
-    const problem = await this.callRollback(() => handler.undo!(entry.result, entry.args as never, this.context(step, this.state.attempts[step.name] ?? 1)));
+    const problem = await this.callRollback(() =>
+      handler.undo!(entry.result, entry.args as never, this.context(step, this.state.attempts[step.name] ?? 1)),
+    );
     this.trace({ type: 'undo', step: step.name, ok: !problem, detail: problem?.message });
     if (problem) {
       await this.emitStep(step, { type: 'undo.fail', error: problem.message });
-      return [{ step: step.name, kind: 'undo', reason: problem.reason, message: problem.message, reactorName: this.def.name }];
+      return [
+        { step: step.name, kind: 'undo', reason: problem.reason, message: problem.message, reactorName: this.def.name },
+      ];
     }
     await this.emitStep(step, { type: 'undo.complete' });
     return [];
@@ -568,14 +653,18 @@ export class RunExecution {
   }
 
   /** Run an undo or compensate; a throw or a returned Failure is a problem, anything else is fine. */
-  private async callRollback(fn: () => unknown): Promise<{ reason: 'raised' | 'returnedFailure'; message: string } | undefined> {
+  private async callRollback(
+    fn: () => unknown,
+  ): Promise<{ reason: 'raised' | 'returnedFailure'; message: string } | undefined> {
     try {
       const result = await fn();
       if (result instanceof Failure) return { reason: 'returnedFailure', message: errorMessage(result.error) };
       return undefined;
     } catch (error) {
       if (isStepSignal(error)) {
-        return error.outcome instanceof Failure ? { reason: 'returnedFailure', message: errorMessage(error.outcome.error) } : undefined;
+        return error.outcome instanceof Failure
+          ? { reason: 'returnedFailure', message: errorMessage(error.outcome.error) }
+          : undefined;
       }
       return { reason: 'raised', message: errorMessage(error) };
     }
@@ -585,9 +674,16 @@ export class RunExecution {
     this.state.trace.push({ ...entry, at: this.env.clock.now() } as TraceEntry);
   }
 
-  private async emit(event: DistributiveOmit<Parameters<MiddlewareRunner['emit']>[0], 'runId' | 'reactorName' | 'at'>): Promise<void> {
+  private async emit(
+    event: DistributiveOmit<Parameters<MiddlewareRunner['emit']>[0], 'runId' | 'reactorName' | 'at'>,
+  ): Promise<void> {
     if (this.env.middleware.empty) return;
-    await this.env.middleware.emit({ ...event, runId: this.state.runId, reactorName: this.def.name, at: this.env.clock.now() } as never);
+    await this.env.middleware.emit({
+      ...event,
+      runId: this.state.runId,
+      reactorName: this.def.name,
+      at: this.env.clock.now(),
+    } as never);
   }
 
   private async emitStep(
@@ -620,7 +716,12 @@ function errorClass(error: unknown): string {
 }
 
 function errorRetryable(error: unknown): boolean {
-  if (error && typeof error === 'object' && 'retryable' in error && typeof (error as { retryable: unknown }).retryable === 'boolean') {
+  if (
+    error &&
+    typeof error === 'object' &&
+    'retryable' in error &&
+    typeof (error as { retryable: unknown }).retryable === 'boolean'
+  ) {
     return (error as { retryable: boolean }).retryable;
   }
   return true;

@@ -13,7 +13,12 @@ export interface RetryOptions {
 /** A validated retry policy with every field set. */
 export type RetryPolicy = Required<RetryOptions>;
 
-export const NO_RETRIES: RetryPolicy = { maxAttempts: 1, backoff: 'exponential', baseDelayMs: 1000, maxDelayMs: 300_000 };
+export const NO_RETRIES: RetryPolicy = {
+  maxAttempts: 1,
+  backoff: 'exponential',
+  baseDelayMs: 1000,
+  maxDelayMs: 300_000,
+};
 
 /**
  * Validate and default retry options. Returns an error message naming the offending field, or the

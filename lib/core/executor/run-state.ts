@@ -4,7 +4,8 @@ import type { RollbackFailure, RunFailure } from '../results/run-outcome';
 export const RUN_STATE_SCHEMA_VERSION = 1;
 
 /** Lifecycle of a run. `completed`, `failed`, `halted` and `cancelled` are terminal. */
-export type RunStatus = 'pending' | 'running' | 'rolling_back' | 'paused' | 'completed' | 'failed' | 'halted' | 'cancelled';
+export type RunStatus =
+  'pending' | 'running' | 'rolling_back' | 'paused' | 'completed' | 'failed' | 'halted' | 'cancelled';
 
 export const TERMINAL_STATUSES: readonly RunStatus[] = ['completed', 'failed', 'halted', 'cancelled'];
 

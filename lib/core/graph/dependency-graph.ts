@@ -41,6 +41,12 @@ export function findCycle(nodes: readonly GraphNode[]): string[] | undefined {
  * Steps that may start: not finished, not started, and every dependency finished. In the order
  * of `nodes` (declaration order).
  */
-export function readySteps<N extends GraphNode>(nodes: readonly N[], finished: ReadonlySet<string>, started: ReadonlySet<string>): N[] {
-  return nodes.filter((n) => !finished.has(n.name) && !started.has(n.name) && n.dependsOn.every((d) => finished.has(d)));
+export function readySteps<N extends GraphNode>(
+  nodes: readonly N[],
+  finished: ReadonlySet<string>,
+  started: ReadonlySet<string>,
+): N[] {
+  return nodes.filter(
+    (n) => !finished.has(n.name) && !started.has(n.name) && n.dependsOn.every((d) => finished.has(d)),
+  );
 }

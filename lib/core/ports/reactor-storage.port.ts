@@ -15,6 +15,18 @@ export interface SaveOptions {
    * run, so a duplicate id never overwrites another run.
    */
   createOnly?: boolean;
+  /**
+   * Allow a non-terminal state to replace a terminal record. Only manual undo sets it (a completed
+   * run becomes `rolling_back`, then `cancelled`); any other writer over a terminal record is stale.
+   */
+  reopen?: boolean;
+}
+
+/** Why a run's record cannot be used; stored as the run's failure. */
+export interface BrokenReason {
+  code: string;
+  message: string;
+  exceptionClass?: string;
 }
 
 /**
@@ -24,9 +36,10 @@ export interface SaveOptions {
  */
 export interface ReactorStorage {
   /**
-   * Write the run. Returns false only for `createOnly` when the run exists. Throws
-   * `LeaseLostError` when fenced by a lost lease, `ContextTooLargeError` over the size limit, and
-   * never overwrites a terminal record with a non-terminal one.
+   * Write the run. Returns false when nothing was written: with `createOnly` because the run
+   * exists, otherwise because the stored record is terminal and the state is not (unless
+   * `reopen`); the engine treats the latter as a stale writer and stops. Throws `LeaseLostError`
+   * when fenced by a lost lease and `ContextTooLargeError` over the size limit.
    */
   save(state: RunState, options?: SaveOptions): Promise<boolean>;
   /**
@@ -40,5 +53,5 @@ export interface ReactorStorage {
    * Mark a run failed with `reason` when its record cannot be used (corrupt, unknown reactor),
    * keeping what can be kept. Idempotent.
    */
-  markBroken(runId: string, reactorName: string | undefined, reason: { code: string; message: string }): Promise<void>;
+  markBroken(runId: string, reactorName: string | undefined, reason: BrokenReason): Promise<void>;
 }

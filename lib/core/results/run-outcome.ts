@@ -3,11 +3,7 @@ import type { TraceEntry } from '../executor/run-state';
 
 /** Why one undo or compensation did not complete. */
 export type RollbackFailureReason =
-  | 'raised'
-  | 'returnedFailure'
-  | 'contextUnavailable'
-  | 'elementInFlight'
-  | 'coordinationUnavailable';
+  'raised' | 'returnedFailure' | 'contextUnavailable' | 'elementInFlight' | 'coordinationUnavailable';
 
 /** One undo or compensation that did not complete. The rollback walk never stops at one. */
 export interface RollbackFailure {
@@ -97,9 +93,4 @@ export interface CancelledOutcome extends RunOutcomeBase {
 
 /** What `ReactorClient.run` and `wait` resolve to. Switch on `status`. */
 export type RunOutcome<T = unknown> =
-  | CompletedOutcome<T>
-  | FailedOutcome
-  | HaltedOutcome
-  | DispatchedOutcome
-  | PausedOutcome
-  | CancelledOutcome;
+  CompletedOutcome<T> | FailedOutcome | HaltedOutcome | DispatchedOutcome | PausedOutcome | CancelledOutcome;

@@ -80,7 +80,9 @@ function checkType(def: InputDefinition, value: unknown): string | undefined {
     case 'object':
       return typeof value === 'object' && !Array.isArray(value) ? undefined : 'must be an object';
     case 'date':
-      return typeof value === 'string' && !Number.isNaN(Date.parse(value)) ? undefined : 'must be an ISO-8601 date string';
+      return typeof value === 'string' && !Number.isNaN(Date.parse(value))
+        ? undefined
+        : 'must be an ISO-8601 date string';
     default:
       return undefined;
   }

@@ -1,0 +1,44 @@
+import type { LoggerService } from '@nestjs/common';
+import type { Clock } from '../core/ports/clock.port';
+import type { JobHandler } from '../core/ports/job-dispatcher.port';
+import { InProcessJobDispatcher } from '../queue/in-process-job.dispatcher';
+import { createMemoryAdapters } from '../storage/memory/create-memory-adapters';
+import type { MemoryLockManager } from '../storage/memory/memory-lock.manager';
+import type { MemoryReactorStorage } from '../storage/memory/memory-reactor.storage';
+import type { ReactorRuntime } from './reactor-runtime.interface';
+import { messages } from './reactor.messages';
+
+/**
+ * The embedded runtime: in-memory storage and locks sharing one lease table, and an in-process
+ * dispatcher. Not durable; for development, tests and single-process tools.
+ *
+ * NOTE: the dispatcher holds jobs delivered before {@link startWorkers} (a background run started
+ * from some provider's `onModuleInit`) until bootstrap gives it the handler.
+ */
+export class EmbeddedReactorRuntime implements ReactorRuntime {
+  readonly kind = 'embedded' as const;
+  readonly storage: MemoryReactorStorage;
+  readonly locks: MemoryLockManager;
+  readonly dispatcher: InProcessJobDispatcher;
+
+  constructor(clock: Clock, logger: LoggerService) {
+    const { storage, locks } = createMemoryAdapters(clock);
+    this.storage = storage;
+    this.locks = locks;
+    this.dispatcher = new InProcessJobDispatcher(clock, (error, job) =>
+      logger.error(messages.jobFailed(job.kind, job.runId, job.reactorName, error)),
+    );
+  }
+
+  startWorkers(handler: JobHandler): void {
+    this.dispatcher.setHandler(handler);
+  }
+
+  async stopWorkers(): Promise<void> {
+    this.dispatcher.close();
+  }
+
+  async close(): Promise<void> {
+    await this.stopWorkers();
+  }
+}

@@ -1,0 +1,55 @@
+import { Logger, type LoggerService, type Provider } from '@nestjs/common';
+import { ReactorEngine, type EngineLogger } from '../core/engine';
+import type { Clock } from '../core/ports/clock.port';
+import type { JobDispatcher } from '../core/ports/job-dispatcher.port';
+import type { LockManager } from '../core/ports/lock-manager.port';
+import type { ReactorStorage } from '../core/ports/reactor-storage.port';
+import type { ResolvedReactorModuleOptions } from './reactor-module-options.interface';
+import {
+  REACTOR_CLOCK,
+  REACTOR_DISPATCHER,
+  REACTOR_LOCKS,
+  REACTOR_LOGGER_CONTEXT,
+  REACTOR_OPTIONS,
+  REACTOR_STORAGE,
+} from './reactor.constants';
+import { ReactorRegistry } from './reactor.registry';
+
+/** The engine's logger, over a Nest logger. */
+export function nestEngineLogger(logger: LoggerService): EngineLogger {
+  return {
+    log: (message) => logger.log(message),
+    warn: (message) => logger.warn(message),
+    error: (message) => logger.error(message),
+  };
+}
+
+/** Build the engine from the runtime's adapters, the options and the registry (its step resolver). */
+export function createReactorEngine(
+  options: ResolvedReactorModuleOptions,
+  storage: ReactorStorage,
+  locks: LockManager,
+  dispatcher: JobDispatcher,
+  clock: Clock,
+  registry: ReactorRegistry,
+): ReactorEngine {
+  return new ReactorEngine({
+    storage,
+    locks,
+    dispatcher,
+    clock,
+    resolver: registry,
+    middleware: [...options.middleware],
+    leaseTtlMs: options.leaseTtlMs,
+    checkpointMinIntervalMs: options.checkpointMinIntervalMs,
+    snoozeDelayMs: options.snoozeDelayMs,
+    logger: nestEngineLogger(new Logger(REACTOR_LOGGER_CONTEXT)),
+  });
+}
+
+/** The `ReactorEngine` of the module (injected by class). */
+export const reactorEngineProvider: Provider = {
+  provide: ReactorEngine,
+  useFactory: createReactorEngine,
+  inject: [REACTOR_OPTIONS, REACTOR_STORAGE, REACTOR_LOCKS, REACTOR_DISPATCHER, REACTOR_CLOCK, ReactorRegistry],
+};

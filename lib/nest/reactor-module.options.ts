@@ -1,0 +1,147 @@
+import { systemClock, type Clock } from '../core/ports/clock.port';
+import type { ReactorMiddleware } from '../core/middleware/events';
+import type {
+  ReactorModuleOptions,
+  ReactorRedisOptions,
+  ResolvedReactorModuleOptions,
+} from './reactor-module-options.interface';
+import { messages } from './reactor.messages';
+
+/** Defaults of {@link ReactorModuleOptions}, in one place. */
+export const REACTOR_MODULE_DEFAULTS = Object.freeze({
+  prefix: 'reactor',
+  leaseTtlMs: 60_000,
+  checkpointMinIntervalMs: 0,
+  snoozeDelayMs: 5_000,
+  global: true,
+  sweeper: Object.freeze({ enabled: true, intervalMs: 30_000 }),
+});
+
+const KNOWN_OPTIONS: ReadonlyArray<keyof ReactorModuleOptions> = [
+  'redis',
+  'prefix',
+  'middleware',
+  'leaseTtlMs',
+  'checkpointMinIntervalMs',
+  'snoozeDelayMs',
+  'clock',
+  'global',
+  'sweeper',
+];
+
+/**
+ * Validate module options and apply defaults. The only place options are checked, for `forRoot`
+ * and `forRootAsync` alike; a bad option throws an `Error` naming it and what it must be.
+ */
+export function resolveReactorModuleOptions(raw: ReactorModuleOptions | undefined): ResolvedReactorModuleOptions {
+  const options = raw ?? {};
+  if (!isPlainObject(options)) throw new Error(messages.optionsNotObject(raw));
+  for (const key of Object.keys(options)) {
+    if (!(KNOWN_OPTIONS as readonly string[]).includes(key))
+      throw new Error(messages.optionUnknown(key, KNOWN_OPTIONS));
+  }
+  const d = REACTOR_MODULE_DEFAULTS;
+  return Object.freeze({
+    redis: resolveRedis(options.redis),
+    prefix: resolvePrefix(options.prefix),
+    middleware: Object.freeze(resolveMiddleware(options.middleware)),
+    leaseTtlMs: integer('leaseTtlMs', options.leaseTtlMs, d.leaseTtlMs, 1),
+    checkpointMinIntervalMs: integer(
+      'checkpointMinIntervalMs',
+      options.checkpointMinIntervalMs,
+      d.checkpointMinIntervalMs,
+      0,
+    ),
+    snoozeDelayMs: integer('snoozeDelayMs', options.snoozeDelayMs, d.snoozeDelayMs, 0),
+    clock: resolveClock(options.clock),
+    global: boolean('global', options.global, d.global),
+    sweeper: Object.freeze(resolveSweeper(options.sweeper)),
+  });
+}
+
+function resolveRedis(value: unknown): ReactorRedisOptions | undefined {
+  if (value === undefined) return undefined;
+  if (!isPlainObject(value)) throw new Error(messages.optionInvalid('redis', '{ url } or { connection }', value));
+  const keys = Object.keys(value);
+  if (keys.length === 1 && keys[0] === 'url') {
+    if (typeof value.url !== 'string' || value.url.length === 0) {
+      throw new Error(
+        messages.optionInvalid('redis.url', 'a non-empty Redis URL such as redis://localhost:6379', value.url),
+      );
+    }
+    return Object.freeze({ url: value.url });
+  }
+  if (keys.length === 1 && keys[0] === 'connection') {
+    if (value.connection === null || typeof value.connection !== 'object') {
+      throw new Error(messages.optionInvalid('redis.connection', 'an ioredis connection', value.connection));
+    }
+    return Object.freeze({ connection: value.connection });
+  }
+  throw new Error(messages.optionInvalid('redis', 'exactly one of { url } or { connection }', value));
+}
+
+function resolvePrefix(value: unknown): string {
+  if (value === undefined) return REACTOR_MODULE_DEFAULTS.prefix;
+  // NOTE: braces would inject a Redis Cluster hash tag into every key and break key routing.
+  if (typeof value !== 'string' || value.length === 0 || /[\s{}]/.test(value)) {
+    throw new Error(messages.optionInvalid('prefix', 'a non-empty string without spaces or braces', value));
+  }
+  return value;
+}
+
+function resolveMiddleware(value: unknown): ReactorMiddleware[] {
+  if (value === undefined) return [];
+  if (!Array.isArray(value)) throw new Error(messages.optionInvalid('middleware', 'an array of middleware', value));
+  value.forEach((m: unknown, i) => {
+    if (m === null || typeof m !== 'object' || typeof (m as ReactorMiddleware).onEvent !== 'function') {
+      throw new Error(messages.optionInvalid(`middleware[${i}]`, 'an object with an onEvent(event) method', m));
+    }
+  });
+  return [...(value as ReactorMiddleware[])];
+}
+
+function resolveClock(value: unknown): Clock {
+  if (value === undefined) return systemClock;
+  const clock = value as Partial<Clock> | null;
+  if (
+    clock === null ||
+    typeof clock !== 'object' ||
+    typeof clock.now !== 'function' ||
+    typeof clock.sleep !== 'function'
+  ) {
+    throw new Error(messages.optionInvalid('clock', 'a Clock (an object with now() and sleep(ms))', value));
+  }
+  return clock as Clock;
+}
+
+function resolveSweeper(value: unknown): { enabled: boolean; intervalMs: number } {
+  const d = REACTOR_MODULE_DEFAULTS.sweeper;
+  if (value === undefined) return { ...d };
+  if (!isPlainObject(value)) throw new Error(messages.optionInvalid('sweeper', '{ enabled?, intervalMs? }', value));
+  for (const key of Object.keys(value)) {
+    if (key !== 'enabled' && key !== 'intervalMs')
+      throw new Error(messages.optionUnknown(`sweeper.${key}`, ['sweeper.enabled', 'sweeper.intervalMs']));
+  }
+  return {
+    enabled: boolean('sweeper.enabled', value.enabled, d.enabled),
+    intervalMs: integer('sweeper.intervalMs', value.intervalMs, d.intervalMs, 1),
+  };
+}
+
+function integer(path: string, value: unknown, fallback: number, min: number): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min) {
+    throw new Error(messages.optionInvalid(path, `an integer >= ${min}`, value));
+  }
+  return value;
+}
+
+function boolean(path: string, value: unknown, fallback: boolean): boolean {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'boolean') throw new Error(messages.optionInvalid(path, 'true or false', value));
+  return value;
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
+}

@@ -1,0 +1,25 @@
+import type { JobDispatcher, JobHandler } from '../core/ports/job-dispatcher.port';
+import type { LockManager } from '../core/ports/lock-manager.port';
+import type { ReactorStorage } from '../core/ports/reactor-storage.port';
+
+/**
+ * A runtime: the adapters the engine runs on, and how its workers start and stop. The embedded
+ * runtime keeps everything in memory; the Redis runtime uses ioredis and BullMQ. The module's
+ * lifecycle service drives either through this interface.
+ */
+export interface ReactorRuntime {
+  /** Which runtime this is. */
+  readonly kind: 'embedded' | 'redis';
+  readonly storage: ReactorStorage;
+  readonly locks: LockManager;
+  readonly dispatcher: JobDispatcher;
+  /**
+   * Start delivering jobs to `handler`. Called once, at application bootstrap; jobs dispatched
+   * earlier wait until then.
+   */
+  startWorkers(handler: JobHandler): void | Promise<void>;
+  /** Stop taking jobs. Idempotent; called before application shutdown. */
+  stopWorkers(): Promise<void>;
+  /** Release what the runtime created (never a connection the application passed in). Idempotent. */
+  close(): Promise<void>;
+}

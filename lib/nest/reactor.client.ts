@@ -1,0 +1,113 @@
+import { Injectable } from '@nestjs/common';
+import type { ReactorClass, ReactorInputOf, ReactorOutputOf } from '../core/definition/reactor-blueprint';
+import { getReactorMetadata } from '../core/definition/reactor-blueprint';
+import { ReactorEngine, type RunOptions, type RunView } from '../core/engine';
+import { ReactorError } from '../core/errors/reactor.error';
+import type { RunOutcome } from '../core/results/run-outcome';
+import { ReactorRegistry } from './reactor.registry';
+import { messages } from './reactor.messages';
+
+/** Options of {@link ReactorClient.wait}. */
+export interface WaitOptions {
+  /** Give up (with `WaitTimeoutError`) after this long. @default 30000 */
+  timeoutMs?: number;
+  /** Poll storage this often when the run finishes in another process. @default 100 */
+  pollMs?: number;
+}
+
+/**
+ * Starts, inspects and undoes runs. Inject it anywhere (the module is global by default).
+ *
+ * ```ts
+ * const outcome = await client.run(CheckoutReactor, { order });
+ * switch (outcome.status) {
+ *   case 'completed': return outcome.value;
+ *   case 'failed': throw new BadRequestException(outcome.failure.message);
+ *   case 'dispatched': return { runId: outcome.runId };   // finishing in a worker
+ * }
+ * ```
+ *
+ * Reactors are named by their `@Reactor` class (typed input and result) or by their name.
+ */
+@Injectable()
+export class ReactorClient {
+  constructor(
+    private readonly engine: ReactorEngine,
+    private readonly registry: ReactorRegistry,
+  ) {}
+
+  /**
+   * Run a reactor: validate the input, then execute in this process until the run completes,
+   * fails (after compensation and undo), halts, or reaches a background hand-off (`dispatched`).
+   * Invalid input resolves to a `failed` outcome; it does not throw.
+   */
+  run<C extends ReactorClass>(
+    reactor: C,
+    input: ReactorInputOf<C>,
+    options?: RunOptions,
+  ): Promise<RunOutcome<ReactorOutputOf<C>>>;
+  /** Run a reactor by name. */
+  run<O = unknown>(reactorName: string, input: unknown, options?: RunOptions): Promise<RunOutcome<O>>;
+  async run(reactor: ReactorClass | string, input: unknown, options?: RunOptions): Promise<RunOutcome> {
+    return this.engine.run(this.nameOf('run', reactor), input, options);
+  }
+
+  /**
+   * Start a reactor in the background, whatever its options: resolves once the run is stored and
+   * handed to a worker (`dispatched`, or `failed` for invalid input). Follow it with
+   * {@link get} or {@link wait}.
+   */
+  start<C extends ReactorClass>(
+    reactor: C,
+    input: ReactorInputOf<C>,
+    options?: RunOptions,
+  ): Promise<RunOutcome<ReactorOutputOf<C>>>;
+  /** Start a reactor by name in the background. */
+  start<O = unknown>(reactorName: string, input: unknown, options?: RunOptions): Promise<RunOutcome<O>>;
+  async start(reactor: ReactorClass | string, input: unknown, options?: RunOptions): Promise<RunOutcome> {
+    return this.engine.start(this.nameOf('start', reactor), input, options);
+  }
+
+  /** The run as shown to people (redacted inputs and arguments), or undefined when there is none. */
+  async get(runId: string): Promise<RunView | undefined> {
+    this.assertExplored('get');
+    return this.engine.get(runId);
+  }
+
+  /**
+   * Resolve to the run's outcome once it is terminal or paused. Throws `RunNotFoundError` for an
+   * unknown run and `WaitTimeoutError` after `timeoutMs`.
+   */
+  async wait<O = unknown>(runId: string, options: WaitOptions = {}): Promise<RunOutcome<O>> {
+    return this.engine.wait<O>(runId, options);
+  }
+
+  /**
+   * Undo a finished run: every completed step is undone, newest completion first, and the run
+   * becomes `cancelled`. Undos that fail are listed in the outcome's `rollbackFailures`.
+   * Refused while the run is executing.
+   */
+  async undo(runId: string): Promise<RunOutcome> {
+    this.assertExplored('undo');
+    return this.engine.undo(runId);
+  }
+
+  private nameOf(method: string, reactor: ReactorClass | string): string {
+    this.assertExplored(method);
+    if (typeof reactor === 'string') return reactor;
+    if (typeof reactor !== 'function') throw new Error(messages.reactorArgumentInvalid(method, reactor));
+    const name = this.registry.reactorNameOf(reactor);
+    if (name !== undefined) return name;
+    const metadata = getReactorMetadata(reactor);
+    throw new ReactorError(
+      'UNKNOWN_REACTOR',
+      metadata
+        ? messages.reactorClassNotRegistered(reactor, metadata.name)
+        : messages.reactorClassNotDecorated(reactor),
+    );
+  }
+
+  private assertExplored(method: string): void {
+    if (!this.registry.isExplored) throw new Error(messages.clientUsedBeforeInit(method));
+  }
+}

@@ -1,0 +1,42 @@
+import type { ReactorOptions } from '../core/definition/definition';
+import { defineReactorMetadata } from '../core/definition/reactor-blueprint';
+import { messages } from './reactor.messages';
+import { markInjectable } from './mark-injectable';
+
+/**
+ * Declare an injectable reactor class under a stable `name`. Its `build(r)` wires inputs and steps
+ * (see `ReactorBlueprint`); the ReactorModule discovers it at boot, builds and validates its
+ * definition, and fails the boot if anything is wrong. List the class in some module's `providers`.
+ *
+ * ```ts
+ * @Reactor('checkout', { maxConcurrency: 4 })
+ * export class CheckoutReactor implements ReactorBlueprint<CheckoutInput> {
+ *   build(r: ReactorBuilder<CheckoutInput>) {
+ *     const order = r.input('order', OrderDto);
+ *     const reservation = r.step('reserve', ReserveInventory, { order });
+ *     return r.step('charge', ChargePayment, { order }, { waitFor: [reservation] });
+ *   }
+ * }
+ * ```
+ *
+ * @param name stable, non-empty reactor name (stored with runs)
+ * @param options reactor options: `maxConcurrency`, `background`, `description`
+ * @throws Error at class definition time when `name` is not a non-empty string, `options` is not
+ *   an object, or the class has no `build` method.
+ */
+export function Reactor(name: string, options: ReactorOptions = {}): ClassDecorator {
+  return (target) => {
+    if (typeof target !== 'function') throw new Error(messages.decoratorNotOnClass('@Reactor', target));
+    if (typeof name !== 'string' || name.trim().length === 0) {
+      throw new Error(messages.decoratorNameInvalid('@Reactor', target, name));
+    }
+    if (options === null || typeof options !== 'object' || Array.isArray(options)) {
+      throw new Error(messages.decoratorOptionsInvalid('@Reactor', target, options));
+    }
+    if (typeof (target.prototype as { build?: unknown } | undefined)?.build !== 'function') {
+      throw new Error(messages.reactorWithoutBuild(name, target));
+    }
+    defineReactorMetadata(target, { ...options, name });
+    markInjectable(target);
+  };
+}

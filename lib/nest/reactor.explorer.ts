@@ -1,0 +1,121 @@
+import { Injectable, Scope, type OnModuleInit } from '@nestjs/common';
+import { DiscoveryService } from '@nestjs/core';
+import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper';
+import { defineReactor, type ReactorBuilder } from '../core/definition/builder';
+import type { ReactorDefinition } from '../core/definition/definition';
+import {
+  getReactorMetadata,
+  type ReactorBlueprint,
+  type ReactorClassMetadata,
+} from '../core/definition/reactor-blueprint';
+import { getStepMetadata } from '../core/definition/step';
+import { ReactorEngine } from '../core/engine';
+import { DefinitionError } from '../core/errors/definition.error';
+import { ReactorRegistry } from './reactor.registry';
+import { messages } from './reactor.messages';
+
+type Class = abstract new (...args: never[]) => unknown;
+
+interface FoundReactor {
+  reactorClass: Class;
+  instance: ReactorBlueprint;
+  metadata: ReactorClassMetadata;
+}
+
+/**
+ * Collects reactors and steps at boot (`onModuleInit`), before any worker starts:
+ *
+ * 1. find every provider whose class carries `@Step` or `@Reactor` metadata (the class is
+ *    resolved through the instance, so `useFactory` providers are found; aliases are skipped);
+ * 2. refuse request-scoped and transient ones;
+ * 3. record steps in the registry (the engine's step resolver), refusing two classes with one name;
+ * 4. build each reactor's definition, check that every step class it uses is a `@Step` provider,
+ *    and register it with the engine;
+ * 5. validate links between reactors (composition).
+ *
+ * Any problem throws, so `app.init()` fails with a message naming the reactor and step.
+ */
+@Injectable()
+export class ReactorExplorer implements OnModuleInit {
+  constructor(
+    private readonly discovery: DiscoveryService,
+    private readonly engine: ReactorEngine,
+    private readonly registry: ReactorRegistry,
+  ) {}
+
+  onModuleInit(): void {
+    this.explore();
+  }
+
+  /** Run discovery once (idempotent). */
+  explore(): void {
+    if (this.registry.isExplored) return;
+    const providerClasses = new Set<Class>();
+    const reactors: FoundReactor[] = [];
+
+    for (const wrapper of this.discovery.getProviders()) {
+      if (wrapper.isAlias) continue;
+      const providerClass = classOf(wrapper);
+      if (!providerClass) continue;
+      providerClasses.add(providerClass);
+      const stepMetadata = getStepMetadata(providerClass);
+      const reactorMetadata = getReactorMetadata(providerClass);
+      if (!stepMetadata && !reactorMetadata) continue;
+      refuseScoped(wrapper, providerClass, reactorMetadata ? 'reactor' : 'step');
+      if (stepMetadata) this.registry.addStep(providerClass, wrapper.instance, stepMetadata.name);
+      if (reactorMetadata && this.registry.addReactor(providerClass, reactorMetadata.name)) {
+        reactors.push({
+          reactorClass: providerClass,
+          instance: wrapper.instance as ReactorBlueprint,
+          metadata: reactorMetadata,
+        });
+      }
+    }
+
+    for (const found of reactors) {
+      const definition = buildDefinition(found);
+      this.checkStepClasses(definition, providerClasses);
+      this.engine.register(definition);
+    }
+    this.engine.validate();
+    this.registry.markExplored();
+  }
+
+  private checkStepClasses(definition: ReactorDefinition, providerClasses: ReadonlySet<Class>): void {
+    for (const step of definition.steps) {
+      if (step.handler.kind !== 'class') continue;
+      const stepClass = step.handler.stepClass;
+      if (this.registry.hasStep(stepClass)) continue;
+      const message = providerClasses.has(stepClass)
+        ? messages.stepClassNotDecorated(definition.name, step.name, stepClass)
+        : messages.stepClassNotProvider(definition.name, step.name, stepClass);
+      throw new DefinitionError(message, definition.name, step.name);
+    }
+  }
+}
+
+/** The class of a provider: its instance's constructor (finds `useFactory` providers), else its metatype. */
+function classOf(wrapper: InstanceWrapper): Class | undefined {
+  const instance: unknown = wrapper.instance;
+  const fromInstance = instance !== null && typeof instance === 'object' ? instance.constructor : undefined;
+  const candidate = fromInstance ?? wrapper.metatype;
+  return typeof candidate === 'function' ? (candidate as Class) : undefined;
+}
+
+function refuseScoped(wrapper: InstanceWrapper, providerClass: Class, kind: 'step' | 'reactor'): void {
+  let scope: string | undefined;
+  if (wrapper.isTransient) scope = 'transient';
+  else if (wrapper.scope === Scope.REQUEST) scope = 'request-scoped';
+  else if (!wrapper.isDependencyTreeStatic()) scope = 'request-scoped (it depends on a request-scoped provider)';
+  if (scope) throw new Error(messages.scopedProvider(kind, providerClass, scope));
+}
+
+function buildDefinition({ reactorClass, instance, metadata }: FoundReactor): ReactorDefinition {
+  const { name, ...options } = metadata;
+  try {
+    return defineReactor(name, (r: ReactorBuilder<Record<string, unknown>>) => instance.build(r), options);
+  } catch (error) {
+    if (error instanceof DefinitionError) throw error;
+    throw new Error(messages.reactorBuildThrew(name, reactorClass, error), { cause: error });
+  }
+}

@@ -1,0 +1,68 @@
+import { Injectable } from '@nestjs/common';
+import type { StepResolver } from '../core/ports/step-resolver.port';
+import { messages } from './reactor.messages';
+
+type Class = abstract new (...args: never[]) => unknown;
+
+/**
+ * What the explorer discovered: `@Step` classes with their container instances, and `@Reactor`
+ * classes with their names. It is the engine's {@link StepResolver}, so a step class resolves to
+ * the singleton Nest built, with its constructor dependencies.
+ */
+@Injectable()
+export class ReactorRegistry implements StepResolver {
+  private readonly steps = new Map<Class, unknown>();
+  private readonly stepClassesByName = new Map<string, Class>();
+  private readonly reactors = new Map<Class, string>();
+  private readonly reactorClassesByName = new Map<string, Class>();
+  private explored = false;
+
+  /**
+   * Record a discovered step provider. A second instance of the same class is ignored; another
+   * class with the same step name is an error.
+   */
+  addStep(stepClass: Class, instance: unknown, name: string): void {
+    const other = this.stepClassesByName.get(name);
+    if (other && other !== stepClass) throw new Error(messages.duplicateStepName(name, other, stepClass));
+    this.stepClassesByName.set(name, stepClass);
+    if (!this.steps.has(stepClass)) this.steps.set(stepClass, instance);
+  }
+
+  /**
+   * Record a discovered reactor class. Returns false when the class was already recorded (it is a
+   * provider of several modules); another class with the same name is an error.
+   */
+  addReactor(reactorClass: Class, name: string): boolean {
+    const other = this.reactorClassesByName.get(name);
+    if (other && other !== reactorClass) throw new Error(messages.duplicateReactorName(name, other, reactorClass));
+    if (this.reactors.has(reactorClass)) return false;
+    this.reactorClassesByName.set(name, reactorClass);
+    this.reactors.set(reactorClass, name);
+    return true;
+  }
+
+  /** Whether `stepClass` was discovered as a `@Step` provider. */
+  hasStep(stepClass: Class): boolean {
+    return this.steps.has(stepClass);
+  }
+
+  /** The name of a discovered reactor class, or undefined. */
+  reactorNameOf(reactorClass: unknown): string | undefined {
+    return this.reactors.get(reactorClass as Class);
+  }
+
+  /** Discovery finished: every reactor is registered with the engine. */
+  markExplored(): void {
+    this.explored = true;
+  }
+
+  /** Whether discovery has finished. */
+  get isExplored(): boolean {
+    return this.explored;
+  }
+
+  resolve<T>(stepClass: new (...args: never[]) => T): T {
+    if (!this.steps.has(stepClass)) throw new Error(messages.stepClassNotResolvable(stepClass));
+    return this.steps.get(stepClass) as T;
+  }
+}

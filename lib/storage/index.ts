@@ -1,0 +1,22 @@
+export { MemoryLockManager, MemoryReactorStorage, createMemoryAdapters } from './memory';
+export type { MemoryReactorStorageOptions, MemoryAdapters } from './memory';
+export {
+  RedisKeys,
+  RedisReactorStorage,
+  RedisLockManager,
+  DEFAULT_CONTEXT_TTL_MS,
+  defineScripts,
+  resolveScriptsDir,
+  SCRIPT_FILES,
+} from './redis';
+export type {
+  RedisKeysOptions,
+  RedisReactorStorageOptions,
+  RedisLockManagerOptions,
+  RedisConnection,
+  ScriptName,
+} from './redis';
+export { DEFAULT_MAX_CONTEXT_BYTES, encodeRunState, decodeRunState, brokenRunState } from './run-state.codec';
+export type { StorageSaveOptions, BrokenReason } from './run-state.codec';
+export { StorageErrorCode, CheckpointResult, storageError } from './storage-error-codes';
+export { normalizeTtlMs } from './lease-ttl';

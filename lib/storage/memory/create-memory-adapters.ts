@@ -1,0 +1,22 @@
+import { systemClock, type Clock } from '../../core/ports';
+import { MemoryLockManager } from './memory-lock.manager';
+import { MemoryReactorStorage } from './memory-reactor.storage';
+
+/** The embedded runtime's storage and lock manager, sharing one lease table. */
+export interface MemoryAdapters {
+  storage: MemoryReactorStorage;
+  locks: MemoryLockManager;
+}
+
+/**
+ * Build a {@link MemoryReactorStorage} fenced by a {@link MemoryLockManager}, both on `clock`.
+ * @param clock @default systemClock
+ */
+export function createMemoryAdapters(
+  clock: Clock = systemClock,
+  options: { maxContextBytes?: number } = {},
+): MemoryAdapters {
+  const locks = new MemoryLockManager(clock);
+  const storage = new MemoryReactorStorage({ locks, clock, maxContextBytes: options.maxContextBytes });
+  return { storage, locks };
+}

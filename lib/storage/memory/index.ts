@@ -1,0 +1,3 @@
+export { MemoryLockManager } from './memory-lock.manager';
+export { MemoryReactorStorage, type MemoryReactorStorageOptions } from './memory-reactor.storage';
+export { createMemoryAdapters, type MemoryAdapters } from './create-memory-adapters';

@@ -1,0 +1,149 @@
+import { ReactorError } from '../../core/errors';
+import { isTerminal, type RunState, type RunStatus } from '../../core/executor/run-state';
+import { systemClock, type Clock, type ReactorStorage } from '../../core/ports';
+import {
+  brokenRunState,
+  decodeRunState,
+  DEFAULT_MAX_CONTEXT_BYTES,
+  encodeRunState,
+  type BrokenReason,
+  type StorageSaveOptions,
+} from '../run-state.codec';
+import { normalizeTtlMs } from '../lease-ttl';
+import { CheckpointResult, StorageErrorCode, storageError } from '../storage-error-codes';
+import type { MemoryLockManager } from './memory-lock.manager';
+
+/** Options of {@link MemoryReactorStorage}. */
+export interface MemoryReactorStorageOptions {
+  /**
+   * The lock manager whose leases fence `save({ lease })`. Without it a fenced save throws, since
+   * it could not be checked.
+   */
+  locks?: MemoryLockManager;
+  /** Size limit of one serialized run, in UTF-8 bytes. @default 16 MiB */
+  maxContextBytes?: number;
+  /** Time source for `markBroken` timestamps. @default the lock manager's clock, else systemClock */
+  clock?: Clock;
+}
+
+interface StoredRun {
+  /** The run as JSON: every load parses a fresh copy, nothing is shared by reference. */
+  json: string;
+  status: RunStatus;
+  terminal: boolean;
+  updatedAt: number;
+  /** Set by markBroken, cleared by the next successful save. */
+  broken: boolean;
+}
+
+/**
+ * In-process {@link ReactorStorage} for the embedded runtime and tests. Not durable: runs live in
+ * this process's memory and there is no retention TTL. It follows the same contract as
+ * `RedisReactorStorage` (both pass `test/conformance/storage.conformance.ts`):
+ *
+ * - runs are stored serialized, so a loaded run is a deep copy and JSON rules apply (`undefined`
+ *   fields vanish, `Date`s become strings);
+ * - `save({ lease })` succeeds only while `lease` is held in {@link MemoryReactorStorageOptions.locks},
+ *   and refreshes it to `leaseTtlMs`; a lost lease throws `LeaseLostError` and writes nothing;
+ * - a terminal record is never replaced by a non-terminal state: such a save writes nothing and
+ *   returns `false` (the writer is stale and must stop), unless `reopen` is set;
+ * - `listActive` lists non-terminal runs (paused included), oldest `updatedAt` first.
+ *
+ * @example
+ * const { storage, locks } = createMemoryAdapters();
+ */
+export class MemoryReactorStorage implements ReactorStorage {
+  private readonly runs = new Map<string, StoredRun>();
+  private readonly locks?: MemoryLockManager;
+  private readonly maxContextBytes: number;
+  private readonly clock: Clock;
+
+  constructor(options: MemoryReactorStorageOptions = {}) {
+    this.locks = options.locks;
+    this.maxContextBytes = options.maxContextBytes ?? DEFAULT_MAX_CONTEXT_BYTES;
+    this.clock = options.clock ?? options.locks?.clock ?? systemClock;
+  }
+
+  /**
+   * Write the run. Returns `true` when written, `false` when nothing was written because
+   * `createOnly` found an existing record or because the stored record is terminal and `state`
+   * is not (see the class comment).
+   */
+  async save(state: RunState, options: StorageSaveOptions = {}): Promise<boolean> {
+    const json = encodeRunState(state, this.maxContextBytes);
+    if (options.leaseTtlMs !== undefined) normalizeTtlMs(options.leaseTtlMs, 'leaseTtlMs');
+    const result = this.checkpoint(state, json, options);
+    if (result < 0) throw storageError(result, { runId: state.runId, operation: 'save' });
+    return result === CheckpointResult.Written;
+  }
+
+  async load(runId: string): Promise<RunState | undefined> {
+    const stored = this.runs.get(runId);
+    return stored ? decodeRunState(runId, stored.json) : undefined;
+  }
+
+  async listActive(limit: number): Promise<string[]> {
+    if (!(limit > 0)) return [];
+    const active: Array<[string, number]> = [];
+    for (const [runId, run] of this.runs) if (!run.terminal) active.push([runId, run.updatedAt]);
+    // Same order as a Redis sorted set: by score, then by member.
+    active.sort((a, b) => a[1] - b[1] || (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+    return active.slice(0, Math.floor(limit)).map(([runId]) => runId);
+  }
+
+  /**
+   * Replace the run with a minimal failed record carrying `reason` (see `brokenRunState`), and
+   * drop it from the active index. The first call wins: while the record stays broken, later
+   * calls change nothing. A missing run is left missing.
+   */
+  async markBroken(runId: string, reactorName: string | undefined, reason: BrokenReason): Promise<void> {
+    const stored = this.runs.get(runId);
+    if (!stored || stored.broken) return;
+    const state = brokenRunState(runId, reactorName, reason, stored.json, this.clock.now());
+    this.runs.set(runId, {
+      json: JSON.stringify(state),
+      status: state.status,
+      terminal: true,
+      updatedAt: state.updatedAt,
+      broken: true,
+    });
+  }
+
+  /**
+   * Testing aid: store `raw` as the record of `runId` verbatim (corrupt JSON, another schema
+   * version), the way a damaged Redis record would look. It is indexed as active.
+   * @internal
+   */
+  writeRaw(runId: string, raw: string, status: RunStatus = 'running', updatedAt = this.clock.now()): void {
+    this.runs.set(runId, { json: raw, status, terminal: isTerminal(status), updatedAt, broken: false });
+  }
+
+  /** Drop every run (tests). */
+  clear(): void {
+    this.runs.clear();
+  }
+
+  /** Mirror of `checkpoint-3.lua`, in the same order of checks. */
+  private checkpoint(state: RunState, json: string, options: StorageSaveOptions): number {
+    const { lease } = options;
+    if (lease) {
+      if (!this.locks) {
+        throw new ReactorError(
+          'INTERNAL',
+          `MemoryReactorStorage cannot fence the save of run '${state.runId}': it was created without a lock manager. Use createMemoryAdapters().`,
+        );
+      }
+      if (!this.locks.holds(lease)) return StorageErrorCode.LeaseLost;
+    }
+    const existing = this.runs.get(state.runId);
+    const terminal = isTerminal(state.status);
+    if (options.createOnly) {
+      if (existing) return CheckpointResult.Exists;
+    } else if (existing?.terminal && !terminal && !options.reopen) {
+      return CheckpointResult.TerminalKept;
+    }
+    this.runs.set(state.runId, { json, status: state.status, terminal, updatedAt: state.updatedAt, broken: false });
+    if (lease && options.leaseTtlMs !== undefined) this.locks?.refresh(lease, options.leaseTtlMs);
+    return CheckpointResult.Written;
+  }
+}

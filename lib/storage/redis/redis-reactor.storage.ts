@@ -1,0 +1,161 @@
+import { CorruptRecordError } from '../../core/errors';
+import { isTerminal, type RunState } from '../../core/executor/run-state';
+import { systemClock, type Clock, type ReactorStorage } from '../../core/ports';
+import { normalizeTtlMs } from '../lease-ttl';
+import {
+  brokenRunState,
+  decodeRunState,
+  DEFAULT_MAX_CONTEXT_BYTES,
+  encodeRunState,
+  type BrokenReason,
+  type StorageSaveOptions,
+} from '../run-state.codec';
+import { CheckpointResult, isErrorCode, storageError } from '../storage-error-codes';
+import type { RedisKeys } from './redis.keys';
+import { defineScripts, runIntegerScript, type RedisConnection } from './redis-scripts';
+
+/** Default retention of a run record: 24 hours, re-stamped on every write. */
+export const DEFAULT_CONTEXT_TTL_MS = 24 * 60 * 60 * 1000;
+
+/** Options of {@link RedisReactorStorage}. */
+export interface RedisReactorStorageOptions {
+  /** Key builder; must be the same instance (same prefix and shard count) as the lock manager's. */
+  keys: RedisKeys;
+  /** Retention of a run record after its last write, in ms. @default 24 h */
+  contextTtlMs?: number;
+  /** Size limit of one serialized run, in UTF-8 bytes. @default 16 MiB */
+  maxContextBytes?: number;
+  /** Time source for `markBroken` timestamps. @default systemClock */
+  clock?: Clock;
+}
+
+/**
+ * {@link ReactorStorage} on Redis. Each run is a HASH (`state` JSON, `status`, `terminal`,
+ * `broken`) in its shard's slot; see {@link RedisKeys} for the layout.
+ *
+ * Round trips:
+ * - `save` (fenced or not): exactly one command, `EVALSHA checkpoint-3` (the first use on a
+ *   connection sends `EVAL` with the body instead; after a `SCRIPT FLUSH` ioredis retries once).
+ * - `load`: one `HGET`; when the record is missing, one more script drops it from the index.
+ * - `listActive`: one `ZRANGE` per shard, sent together.
+ * - `markBroken`: an `HGET` (to keep what can be kept) and one script.
+ *
+ * A save that would replace a terminal record with a non-terminal state writes nothing and
+ * returns `false` (the writer is stale and must stop), unless `reopen` is set.
+ *
+ * The client is the caller's: this class never closes it.
+ *
+ * @example
+ * const keys = new RedisKeys({ prefix: 'reactor' });
+ * const storage = new RedisReactorStorage(redis, { keys });
+ * const locks = new RedisLockManager(redis, { keys });
+ */
+export class RedisReactorStorage implements ReactorStorage {
+  private readonly keys: RedisKeys;
+  private readonly contextTtlMs: number;
+  private readonly maxContextBytes: number;
+  private readonly clock: Clock;
+
+  constructor(
+    private readonly redis: RedisConnection,
+    options: RedisReactorStorageOptions,
+  ) {
+    this.keys = options.keys;
+    this.contextTtlMs = normalizeTtlMs(options.contextTtlMs ?? DEFAULT_CONTEXT_TTL_MS, 'contextTtlMs');
+    this.maxContextBytes = options.maxContextBytes ?? DEFAULT_MAX_CONTEXT_BYTES;
+    this.clock = options.clock ?? systemClock;
+    defineScripts(redis);
+  }
+
+  /**
+   * Write the run in one round trip. Returns `true` when written, `false` when nothing was
+   * written (`createOnly` found a record, or a terminal record was kept).
+   * @throws LeaseLostError when fenced by a lease this token no longer holds (nothing written).
+   * @throws ContextTooLargeError over `maxContextBytes` (checked before sending).
+   */
+  async save(state: RunState, options: StorageSaveOptions = {}): Promise<boolean> {
+    const json = encodeRunState(state, this.maxContextBytes);
+    const { lease } = options;
+    const leaseTtl = lease && options.leaseTtlMs !== undefined ? normalizeTtlMs(options.leaseTtlMs, 'leaseTtlMs') : 0;
+    const runId = state.runId;
+    const result = await runIntegerScript(
+      this.redis,
+      'checkpoint',
+      [
+        this.keys.runKey(runId),
+        lease ? this.keys.physicalLeaseKey(lease.key) : this.keys.leaseKey(runId),
+        this.keys.activeIndexKeyOf(runId),
+      ],
+      [
+        runId,
+        json,
+        state.status,
+        isTerminal(state.status) ? '1' : '0',
+        state.updatedAt,
+        this.contextTtlMs,
+        lease?.token ?? '',
+        leaseTtl,
+        options.createOnly ? '1' : '0',
+        options.reopen ? '1' : '0',
+      ],
+    );
+    if (isErrorCode(result)) throw storageError(result, { runId, operation: 'save (checkpoint-3.lua)' });
+    return result === CheckpointResult.Written;
+  }
+
+  /**
+   * Read the run: one `HGET`. A missing record returns `undefined` and is dropped from the
+   * active index (one more command, `forgetIfMissing-2.lua`), so entries whose record outlived
+   * its retention TTL while non-terminal heal as sweepers read them.
+   * @throws CorruptRecordError for unreadable JSON, a wrong shape, another schema version, or a
+   *   record hash without its `state` field.
+   */
+  async load(runId: string): Promise<RunState | undefined> {
+    const runKey = this.keys.runKey(runId);
+    const raw = await this.redis.hget(runKey, 'state');
+    if (raw !== null) return decodeRunState(runId, raw);
+    const missing = await runIntegerScript(
+      this.redis,
+      'forgetIfMissing',
+      [runKey, this.keys.activeIndexKeyOf(runId)],
+      [runId],
+    );
+    if (missing === 1) return undefined;
+    throw new CorruptRecordError(`Stored record of run '${runId}' has no 'state' field.`, runId);
+  }
+
+  /** Non-terminal runs, oldest `updatedAt` first (ties by id), merged across all shards. */
+  async listActive(limit: number): Promise<string[]> {
+    if (!(limit > 0)) return [];
+    const n = Math.floor(limit);
+    // One ZRANGE per shard, issued together (each shard may sit on another cluster node, so no
+    // cross-slot pipeline/transaction). Each returns its n oldest; the global n oldest are among them.
+    const replies = await Promise.all(
+      this.keys.allActiveIndexKeys().map((key) => this.redis.zrange(key, 0, n - 1, 'WITHSCORES')),
+    );
+    const entries: Array<[string, number]> = [];
+    for (const reply of replies) {
+      for (let i = 0; i + 1 < reply.length; i += 2) entries.push([reply[i], Number(reply[i + 1])]);
+    }
+    entries.sort((a, b) => a[1] - b[1] || (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+    return entries.slice(0, n).map(([runId]) => runId);
+  }
+
+  /**
+   * Replace the run with a minimal failed record carrying `reason`, keeping what can be read of
+   * the old one, and drop it from the index. Idempotent: the first reason wins while the record
+   * stays broken. A missing run stays missing.
+   */
+  async markBroken(runId: string, reactorName: string | undefined, reason: BrokenReason): Promise<void> {
+    const runKey = this.keys.runKey(runId);
+    const previous = await this.redis.hget(runKey, 'state');
+    const state = brokenRunState(runId, reactorName, reason, previous ?? undefined, this.clock.now());
+    const result = await runIntegerScript(
+      this.redis,
+      'markBroken',
+      [runKey, this.keys.activeIndexKeyOf(runId)],
+      [runId, JSON.stringify(state), state.status, this.contextTtlMs],
+    );
+    if (isErrorCode(result)) throw storageError(result, { runId, operation: 'markBroken (markBroken-2.lua)' });
+  }
+}

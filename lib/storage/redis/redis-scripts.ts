@@ -1,0 +1,109 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import type { Cluster, Redis } from 'ioredis';
+
+/** A connection the Redis adapters accept: a standalone client or a cluster client. */
+export type RedisConnection = Redis | Cluster;
+
+/**
+ * The Lua scripts of `lib/scripts/`, by file name. The number before `.lua` is the key count.
+ * Each is registered on a client as the command `nestReactor_<name>`.
+ */
+export const SCRIPT_FILES = {
+  checkpoint: 'checkpoint-3.lua',
+  markBroken: 'markBroken-2.lua',
+  forgetIfMissing: 'forgetIfMissing-2.lua',
+  extendLease: 'extendLease-1.lua',
+  releaseLease: 'releaseLease-1.lua',
+} as const;
+
+/** Name of a bundled script. */
+export type ScriptName = keyof typeof SCRIPT_FILES;
+
+const COMMAND_PREFIX = 'nestReactor_';
+const MARKER = SCRIPT_FILES.checkpoint;
+
+let scriptsDir: string | undefined;
+const sources = new Map<ScriptName, { lua: string; numberOfKeys: number }>();
+const defined = new WeakSet<object>();
+
+/**
+ * The folder holding the `.lua` files. From source (`lib/storage/redis/*.ts`, ts-jest) it is
+ * `lib/scripts`; from the build (`dist/lib/storage/redis/*.js`) it is `dist/lib/scripts`, which the
+ * build must copy there. Walks up from this file and takes the first `scripts/` (or `lib/scripts/`)
+ * holding the scripts, so either layout works.
+ */
+export function resolveScriptsDir(): string {
+  if (scriptsDir) return scriptsDir;
+  const tried: string[] = [];
+  for (let dir = __dirname; ; dir = dirname(dir)) {
+    for (const candidate of [join(dir, 'scripts'), join(dir, 'lib', 'scripts')]) {
+      tried.push(candidate);
+      if (existsSync(join(candidate, MARKER))) return (scriptsDir = candidate);
+    }
+    if (dirname(dir) === dir) break;
+  }
+  throw new Error(
+    `nest-reactor could not find its Lua scripts (${MARKER}); looked in ${tried.slice(0, 4).join(', ')}, ... ` +
+      'A build must copy lib/scripts/*.lua to dist/lib/scripts/.',
+  );
+}
+
+function source(name: ScriptName): { lua: string; numberOfKeys: number } {
+  let script = sources.get(name);
+  if (!script) {
+    const file = SCRIPT_FILES[name];
+    const keys = /-(\d+)\.lua$/.exec(file);
+    if (!keys) throw new Error(`Script file name '${file}' does not end in -<numberOfKeys>.lua.`);
+    script = { lua: readFileSync(join(resolveScriptsDir(), file), 'utf8'), numberOfKeys: Number(keys[1]) };
+    sources.set(name, script);
+  }
+  return script;
+}
+
+/**
+ * Register every bundled script on `redis` with `defineCommand`, once per client. ioredis then
+ * sends `EVAL` the first time a script runs on a connection and `EVALSHA` after that (and
+ * re-sends `EVAL` after a `NOSCRIPT`, e.g. following `SCRIPT FLUSH`).
+ */
+export function defineScripts(redis: RedisConnection): void {
+  if (defined.has(redis)) return;
+  for (const name of Object.keys(SCRIPT_FILES) as ScriptName[]) {
+    const { lua, numberOfKeys } = source(name);
+    redis.defineCommand(COMMAND_PREFIX + name, { lua, numberOfKeys });
+  }
+  defined.add(redis);
+}
+
+type ScriptCommand = (...keysAndArgs: Array<string | number>) => Promise<unknown>;
+
+/**
+ * Run script `name` with `keys` and `args` in one command. Scripts must have been defined on
+ * `redis` ({@link defineScripts}); the result is returned as Redis sent it.
+ */
+export async function runScript(
+  redis: RedisConnection,
+  name: ScriptName,
+  keys: readonly string[],
+  args: ReadonlyArray<string | number>,
+): Promise<unknown> {
+  if (keys.length !== source(name).numberOfKeys) {
+    throw new Error(`Script '${name}' takes ${source(name).numberOfKeys} keys, got ${keys.length}.`);
+  }
+  const command = (redis as unknown as Record<string, ScriptCommand | undefined>)[COMMAND_PREFIX + name];
+  if (!command) throw new Error(`Script '${name}' is not defined on this Redis client; call defineScripts first.`);
+  return command.call(redis, ...keys, ...args);
+}
+
+/** Run script `name` and require an integer reply. */
+export async function runIntegerScript(
+  redis: RedisConnection,
+  name: ScriptName,
+  keys: readonly string[],
+  args: ReadonlyArray<string | number>,
+): Promise<number> {
+  const reply = await runScript(redis, name, keys, args);
+  if (typeof reply !== 'number')
+    throw new Error(`Script '${name}' returned ${JSON.stringify(reply)}, expected an integer.`);
+  return reply;
+}

@@ -1,0 +1,164 @@
+import { ContextTooLargeError, CorruptRecordError } from '../core/errors';
+import { RUN_STATE_SCHEMA_VERSION, type RunState, type RunStatus } from '../core/executor/run-state';
+import type { SaveOptions } from '../core/ports';
+
+/** Default limit on a serialized run: 16 MiB. */
+export const DEFAULT_MAX_CONTEXT_BYTES = 16 * 1024 * 1024;
+
+/**
+ * Save options understood by the bundled adapters: the port's {@link SaveOptions} plus `reopen`.
+ *
+ * NOTE: `reopen` is proposed for the port. Without it no non-terminal state can ever replace a
+ * terminal record, which is what protects finished runs from stale workers, but which also stops
+ * `undo` of a completed run from checkpointing `rolling_back`.
+ */
+export interface StorageSaveOptions extends SaveOptions {
+  /**
+   * Allow a non-terminal state to replace a terminal record (undo of a finished run). Only for a
+   * caller that knows the run is finished and holds its lease.
+   * @default false
+   */
+  reopen?: boolean;
+}
+
+/** Why {@link ReactorStorage.markBroken} fails a run. `exceptionClass` defaults to `CorruptRecordError`. */
+export interface BrokenReason {
+  code: string;
+  message: string;
+  exceptionClass?: string;
+}
+
+/**
+ * Serialize `state` and enforce the size limit.
+ * @throws ContextTooLargeError when the UTF-8 JSON is over `maxBytes`.
+ */
+export function encodeRunState(state: RunState, maxBytes: number): string {
+  const json = JSON.stringify(state);
+  // A UTF-16 code unit encodes to at most 3 UTF-8 bytes: only measure when the limit can be hit.
+  if (json.length * 3 > maxBytes) {
+    const bytes = Buffer.byteLength(json, 'utf8');
+    if (bytes > maxBytes) throw new ContextTooLargeError(state.runId, bytes, maxBytes);
+  }
+  return json;
+}
+
+// A Record over the union, so that adding a status to RunStatus fails to compile here until the
+// codec learns it (instead of loads refusing the new status as corrupt).
+const KNOWN_STATUSES: Record<RunStatus, true> = {
+  pending: true,
+  running: true,
+  rolling_back: true,
+  paused: true,
+  completed: true,
+  failed: true,
+  halted: true,
+  cancelled: true,
+};
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/**
+ * Parse a stored record of run `runId`.
+ * @throws CorruptRecordError code `CORRUPT_RECORD` for bad JSON or a record of the wrong shape,
+ *   code `SCHEMA_VERSION` for a record written in another format version.
+ */
+export function decodeRunState(runId: string, raw: string): RunState {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw);
+  } catch (err) {
+    throw new CorruptRecordError(`Stored record of run '${runId}' is not valid JSON: ${(err as Error).message}`, runId);
+  }
+  if (!isPlainObject(parsed)) {
+    throw new CorruptRecordError(`Stored record of run '${runId}' is not a JSON object.`, runId);
+  }
+  if (parsed.schemaVersion !== RUN_STATE_SCHEMA_VERSION) {
+    throw new CorruptRecordError(
+      `Stored record of run '${runId}' has schema version ${JSON.stringify(parsed.schemaVersion)}; this version of nest-reactor reads version ${RUN_STATE_SCHEMA_VERSION} only.`,
+      runId,
+      'SCHEMA_VERSION',
+    );
+  }
+  const problem = shapeProblem(runId, parsed);
+  if (problem) throw new CorruptRecordError(`Stored record of run '${runId}' is corrupt: ${problem}.`, runId);
+  return parsed as unknown as RunState;
+}
+
+function shapeProblem(runId: string, r: Record<string, unknown>): string | undefined {
+  if (r.runId !== runId) return `field 'runId' is ${JSON.stringify(r.runId)}, expected '${runId}'`;
+  if (typeof r.reactorName !== 'string') return `field 'reactorName' is not a string`;
+  if (typeof r.status !== 'string' || !Object.prototype.hasOwnProperty.call(KNOWN_STATUSES, r.status)) {
+    return `field 'status' is ${JSON.stringify(r.status)}, not a known run status`;
+  }
+  for (const field of ['inputs', 'results', 'attempts', 'children'] as const) {
+    if (!isPlainObject(r[field])) return `field '${field}' is not an object`;
+  }
+  for (const field of ['completed', 'undoStack', 'trace'] as const) {
+    if (!Array.isArray(r[field])) return `field '${field}' is not an array`;
+  }
+  for (const field of ['createdAt', 'updatedAt'] as const) {
+    if (typeof r[field] !== 'number') return `field '${field}' is not a number`;
+  }
+  return undefined;
+}
+
+/**
+ * The minimal failed record that {@link ReactorStorage.markBroken} writes: a valid {@link RunState}
+ * (so `load` works) with empty collections. Of the previous record it keeps what can still be
+ * read (`reactorName`, `definitionHash`, `createdAt`), even from corrupt or foreign-version JSON.
+ */
+export function brokenRunState(
+  runId: string,
+  reactorName: string | undefined,
+  reason: BrokenReason,
+  previousRaw: string | undefined,
+  now: number,
+): RunState {
+  const previous = salvage(previousRaw);
+  const name = reactorName ?? previous.reactorName ?? 'unknown';
+  return {
+    schemaVersion: RUN_STATE_SCHEMA_VERSION,
+    runId,
+    reactorName: name,
+    definitionHash: previous.definitionHash ?? '',
+    status: 'failed',
+    inputs: {},
+    results: {},
+    completed: [],
+    undoStack: [],
+    attempts: {},
+    trace: [],
+    children: {},
+    failure: {
+      message: reason.message,
+      code: reason.code,
+      reactorName: name,
+      exceptionClass: reason.exceptionClass ?? 'CorruptRecordError',
+      errorMessage: reason.message,
+      retryable: false,
+      inputs: {},
+      rollbackFailures: [],
+    },
+    createdAt: previous.createdAt ?? now,
+    updatedAt: now,
+    finishedAt: now,
+  };
+}
+
+function salvage(raw: string | undefined): { reactorName?: string; definitionHash?: string; createdAt?: number } {
+  if (raw === undefined) return {};
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw);
+  } catch {
+    return {};
+  }
+  if (!isPlainObject(parsed)) return {};
+  return {
+    reactorName: typeof parsed.reactorName === 'string' ? parsed.reactorName : undefined,
+    definitionHash: typeof parsed.definitionHash === 'string' ? parsed.definitionHash : undefined,
+    createdAt: typeof parsed.createdAt === 'number' ? parsed.createdAt : undefined,
+  };
+}

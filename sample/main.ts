@@ -1,0 +1,104 @@
+import 'reflect-metadata';
+import { NestFactory } from '@nestjs/core';
+import { ReactorClient, type TraceEntry, type RunOutcome } from '../lib';
+import { AppModule } from './app.module';
+import { InventoryService } from './inventory.service';
+import type { OrderDto } from './order.dto';
+import { OrdersService } from './orders.service';
+import { PaymentsService } from './payments.service';
+
+const order = (orderId: string, country: string): OrderDto => ({
+  orderId,
+  customerId: 'cus_ada',
+  items: [
+    { sku: 'book', quantity: 2 },
+    { sku: 'lamp', quantity: 1 },
+  ],
+  totalCents: 8_990,
+  shippingAddress: { name: 'Ada Lovelace', city: country === 'FR' ? 'Lyon' : 'McMurdo Station', country },
+});
+
+async function main(): Promise<void> {
+  const app = await NestFactory.createApplicationContext(AppModule);
+  app.enableShutdownHooks();
+  try {
+    const orders = app.get(OrdersService);
+    const inventory = app.get(InventoryService);
+    const payments = app.get(PaymentsService);
+    const client = app.get(ReactorClient);
+
+    banner('1. Checkout shipping to France (succeeds)');
+    const ok = await orders.placeOrder(order('order-1', 'FR'));
+    report(ok);
+
+    banner('2. Checkout shipping to Antarctica (shipping fails: compensate, then undo)');
+    const failed = await orders.placeOrder(order('order-2', 'AQ'));
+    report(failed);
+
+    banner('State after both checkouts');
+    console.log('stock     ', inventory.snapshot(), '(order-1 holds 2 books and 1 lamp; order-2 gave its back)');
+    for (const c of payments.ledger())
+      console.log('charge    ', `${c.chargeId} ${c.amountCents} cents${c.refunded ? ' REFUNDED' : ''}`);
+    const stored = await client.get(failed.runId);
+    console.log(
+      'stored run',
+      failed.runId,
+      '->',
+      stored?.status,
+      '| completed steps (kept in history):',
+      stored?.completed.join(', '),
+    );
+
+    if (ok.status !== 'completed' || failed.status !== 'failed' || failed.failure.rollbackFailures.length > 0) {
+      console.error('\nUnexpected outcomes: the sample did not behave as documented.');
+      process.exitCode = 1;
+    }
+  } finally {
+    await app.close();
+  }
+}
+
+function banner(title: string): void {
+  console.log(`\n=== ${title} ${'='.repeat(Math.max(0, 90 - title.length))}`);
+}
+
+function report(outcome: RunOutcome<unknown>): void {
+  console.log(`\nrun ${outcome.runId}: ${outcome.status.toUpperCase()}`);
+  if (outcome.status === 'completed') console.log('value:', outcome.value);
+  if (outcome.status === 'failed') {
+    console.log(`failure: ${outcome.failure.message}`);
+    console.log(`rollback failures: ${outcome.failure.rollbackFailures.length}`);
+  }
+  console.log('trace:');
+  const start = outcome.trace[0]?.at ?? 0;
+  for (const entry of outcome.trace) console.log('  ' + traceLine(entry, start));
+}
+
+const TRACE_LABELS: Record<TraceEntry['type'], string> = {
+  run: 'run',
+  retry: 'retry',
+  complete: 'completed',
+  fail: 'FAILED',
+  compensate: 'COMPENSATE',
+  undo: 'UNDO',
+  skip: 'skipped',
+  halt: 'halted',
+  handoff: 'handoff',
+};
+
+function traceLine(entry: TraceEntry, start: number): string {
+  const time = `+${String(entry.at - start).padStart(3)}ms`;
+  const label = TRACE_LABELS[entry.type].padEnd(10);
+  const detail =
+    entry.type === 'run'
+      ? `attempt ${entry.attempt ?? 1}`
+      : entry.type === 'compensate' || entry.type === 'undo'
+        ? `${entry.ok ? 'ok' : 'failed'}${entry.detail ? ` (${entry.detail})` : ''}`
+        : (entry.detail ?? '');
+  return `${time}  ${label} ${entry.step.padEnd(8)} ${detail}`.trimEnd();
+}
+
+main().catch((error: unknown) => {
+  console.error(error);
+  process.exitCode = 1;
+});

@@ -1,0 +1,472 @@
+import { ContextTooLargeError, CorruptRecordError, LeaseLostError } from '../../lib/core/errors';
+import type { RunState, RunStatus } from '../../lib/core/executor/run-state';
+import type { SaveOptions } from '../../lib/core/ports';
+import type { StorageSaveOptions } from '../../lib/storage/run-state.codec';
+import { letTimePass, type AdapterFactory, type AdapterHarness, type HarnessOptions } from './adapter-harness';
+import { makeRunState, newRunId, T0 } from './run-state.factory';
+
+const NON_TERMINAL: RunStatus[] = ['pending', 'running', 'rolling_back', 'paused'];
+const TERMINAL: RunStatus[] = ['completed', 'failed', 'halted', 'cancelled'];
+const LONG_TTL = 60_000;
+
+/** The ReactorStorage contract (`lib/core/ports/reactor-storage.port.ts`), for any adapter. */
+export function describeStorageConformance(name: string, factory: AdapterFactory): void {
+  describe(`ReactorStorage conformance: ${name}`, () => {
+    let h: AdapterHarness;
+    const extra: AdapterHarness[] = [];
+
+    beforeEach(async () => {
+      h = await factory();
+    });
+    afterEach(async () => {
+      await h.cleanup();
+      for (const other of extra.splice(0)) await other.cleanup();
+    });
+
+    async function harnessWith(options: HarnessOptions): Promise<AdapterHarness> {
+      const other = await factory(options);
+      extra.push(other);
+      return other;
+    }
+
+    const short = () => h.shortTtlMs ?? 100;
+    const leaseName = (runId: string) => `run:${runId}`;
+
+    describe('save and load', () => {
+      it('round-trips a run', async () => {
+        const state = makeRunState();
+        await expect(h.storage.save(state)).resolves.toBe(true);
+        await expect(h.storage.load(state.runId)).resolves.toEqual(state);
+      });
+
+      it('shares nothing by reference with the saved or loaded objects', async () => {
+        const state = makeRunState();
+        const expected = structuredClone(state);
+        await h.storage.save(state);
+        (state.inputs.order as { total: number }).total = 0;
+        state.completed.push('mutated-after-save');
+
+        const first = await h.storage.load(state.runId);
+        expect(first).toEqual(expected);
+        first!.results.extra = 'mutated-after-load';
+        (first!.undoStack[0].result as { reservationId: string }).reservationId = 'changed';
+
+        const second = await h.storage.load(state.runId);
+        expect(second).toEqual(expected);
+        expect(second).not.toBe(first);
+      });
+
+      it('applies JSON rules (undefined fields vanish), like every durable adapter', async () => {
+        const state = makeRunState({ value: undefined, inputs: { a: undefined, b: 1 } });
+        await h.storage.save(state);
+        const loaded = await h.storage.load(state.runId);
+        expect(loaded).not.toHaveProperty('value');
+        expect(loaded!.inputs).toEqual({ b: 1 });
+      });
+
+      it('returns undefined for a run that does not exist', async () => {
+        await expect(h.storage.load(newRunId())).resolves.toBeUndefined();
+      });
+
+      it('overwrites a non-terminal run with its next checkpoint', async () => {
+        const state = makeRunState();
+        await h.storage.save(state);
+        const next = {
+          ...state,
+          completed: ['reserve', 'charge'],
+          results: { ...state.results, charge: 7 },
+          updatedAt: T0 + 10,
+        };
+        await expect(h.storage.save(next)).resolves.toBe(true);
+        await expect(h.storage.load(state.runId)).resolves.toEqual(next);
+      });
+
+      it('keeps runs apart', async () => {
+        const a = makeRunState({ reactorName: 'a' });
+        const b = makeRunState({ reactorName: 'b' });
+        await h.storage.save(a);
+        await h.storage.save(b);
+        expect((await h.storage.load(a.runId))!.reactorName).toBe('a');
+        expect((await h.storage.load(b.runId))!.reactorName).toBe('b');
+      });
+    });
+
+    describe('createOnly', () => {
+      it('creates a new run and refuses a duplicate id without writing', async () => {
+        const first = makeRunState();
+        await expect(h.storage.save(first, { createOnly: true })).resolves.toBe(true);
+        const duplicate = { ...first, reactorName: 'other', updatedAt: T0 + 5 };
+        await expect(h.storage.save(duplicate, { createOnly: true })).resolves.toBe(false);
+        await expect(h.storage.load(first.runId)).resolves.toEqual(first);
+      });
+
+      it('refuses even when the existing run is terminal', async () => {
+        const done = makeRunState({ status: 'completed' });
+        await h.storage.save(done);
+        await expect(h.storage.save(makeRunState({ runId: done.runId }), { createOnly: true })).resolves.toBe(false);
+        expect((await h.storage.load(done.runId))!.status).toBe('completed');
+      });
+    });
+
+    describe('fenced saves', () => {
+      it('succeed while the lease is held', async () => {
+        const state = makeRunState();
+        const lease = (await h.locks.acquire(leaseName(state.runId), LONG_TTL))!;
+        await expect(h.storage.save(state, { lease, leaseTtlMs: LONG_TTL, createOnly: true })).resolves.toBe(true);
+        const next = { ...state, updatedAt: T0 + 1, completed: ['reserve', 'charge'] };
+        await expect(h.storage.save(next, { lease, leaseTtlMs: LONG_TTL })).resolves.toBe(true);
+        await expect(h.storage.load(state.runId)).resolves.toEqual(next);
+        expect(await h.locks.release(lease)).toBe(true);
+      });
+
+      it('refresh the lease to leaseTtlMs', async () => {
+        const state = makeRunState();
+        const lease = (await h.locks.acquire(leaseName(state.runId), short()))!;
+        await h.storage.save(state, { lease, leaseTtlMs: LONG_TTL });
+        await letTimePass(h, short());
+        expect(await h.locks.isHeld(lease.key)).toBe(true);
+        // Still ours: a later fenced save and the release go through.
+        await expect(h.storage.save({ ...state, updatedAt: T0 + 1 }, { lease, leaseTtlMs: LONG_TTL })).resolves.toBe(
+          true,
+        );
+        expect(await h.locks.release(lease)).toBe(true);
+      });
+
+      it('leave the lease TTL alone without leaseTtlMs', async () => {
+        const state = makeRunState();
+        const lease = (await h.locks.acquire(leaseName(state.runId), short()))!;
+        await h.storage.save(state, { lease });
+        await letTimePass(h, short());
+        expect(await h.locks.isHeld(lease.key)).toBe(false);
+      });
+
+      it('throw LeaseLostError and write nothing when the token does not hold the lease', async () => {
+        const state = makeRunState();
+        await h.storage.save(state);
+        const held = (await h.locks.acquire(leaseName(state.runId), LONG_TTL))!;
+        const forged = { key: held.key, token: `${held.token}-forged` };
+
+        const error = await h.storage
+          .save({ ...state, status: 'completed', updatedAt: T0 + 9 }, { lease: forged, leaseTtlMs: LONG_TTL })
+          .catch((e: unknown) => e);
+        expect(error).toBeInstanceOf(LeaseLostError);
+        expect(error).toMatchObject({ code: 'LEASE_LOST', runId: state.runId });
+        await expect(h.storage.load(state.runId)).resolves.toEqual(state);
+        expect(await h.storage.listActive(10)).toEqual([state.runId]);
+        // The real holder is untouched.
+        expect(await h.locks.release(held)).toBe(true);
+      });
+
+      it('throw LeaseLostError for a run that was never written, and create nothing', async () => {
+        const state = makeRunState();
+        const lease = { key: leaseName(state.runId), token: 'not-a-holder' };
+        await expect(h.storage.save(state, { lease, createOnly: true })).rejects.toBeInstanceOf(LeaseLostError);
+        await expect(h.storage.load(state.runId)).resolves.toBeUndefined();
+        expect(await h.storage.listActive(10)).toEqual([]);
+      });
+
+      it('throw LeaseLostError after the lease expired and another worker took it', async () => {
+        const state = makeRunState();
+        const mine = (await h.locks.acquire(leaseName(state.runId), short()))!;
+        await h.storage.save(state, { lease: mine });
+        await letTimePass(h, short());
+        const theirs = (await h.locks.acquire(leaseName(state.runId), LONG_TTL))!;
+        expect(theirs).not.toBeNull();
+
+        const stale = { ...state, completed: ['stale'], updatedAt: T0 + 50 };
+        await expect(h.storage.save(stale, { lease: mine, leaseTtlMs: LONG_TTL })).rejects.toBeInstanceOf(
+          LeaseLostError,
+        );
+        await expect(h.storage.load(state.runId)).resolves.toEqual(state);
+        // The stale write did not refresh or steal the new holder's lease.
+        await expect(h.storage.save({ ...state, updatedAt: T0 + 60 }, { lease: theirs })).resolves.toBe(true);
+      });
+
+      it('throw LeaseLostError after the lease expired, even if nobody took it', async () => {
+        const state = makeRunState();
+        const lease = (await h.locks.acquire(leaseName(state.runId), short()))!;
+        await h.storage.save(state, { lease });
+        await letTimePass(h, short());
+        await expect(
+          h.storage.save({ ...state, updatedAt: T0 + 1 }, { lease, leaseTtlMs: LONG_TTL }),
+        ).rejects.toBeInstanceOf(LeaseLostError);
+        expect(await h.locks.isHeld(lease.key)).toBe(false);
+      });
+
+      it('throw LeaseLostError after the lease was released', async () => {
+        const state = makeRunState();
+        const lease = (await h.locks.acquire(leaseName(state.runId), LONG_TTL))!;
+        await h.storage.save(state, { lease });
+        await h.locks.release(lease);
+        await expect(h.storage.save({ ...state, updatedAt: T0 + 1 }, { lease })).rejects.toBeInstanceOf(LeaseLostError);
+        await expect(h.storage.load(state.runId)).resolves.toEqual(state);
+      });
+    });
+
+    describe('terminal records', () => {
+      it.each(TERMINAL)(
+        'a %s record is never replaced by a non-terminal state (save returns false)',
+        async (status) => {
+          const done = makeRunState({ status, updatedAt: T0 + 100, finishedAt: T0 + 100 });
+          await h.storage.save(done);
+          for (const stale of NON_TERMINAL) {
+            await expect(
+              h.storage.save({ ...done, status: stale, finishedAt: undefined, updatedAt: T0 + 200 }),
+            ).resolves.toBe(false);
+          }
+          await expect(h.storage.load(done.runId)).resolves.toEqual(done);
+          expect(await h.storage.listActive(10)).toEqual([]);
+        },
+      );
+
+      it('refuses the stale write even when it is fenced by a held lease', async () => {
+        const done = makeRunState({ status: 'completed' });
+        await h.storage.save(done);
+        const lease = (await h.locks.acquire(leaseName(done.runId), LONG_TTL))!;
+        await expect(h.storage.save({ ...done, status: 'running' }, { lease, leaseTtlMs: LONG_TTL })).resolves.toBe(
+          false,
+        );
+        expect((await h.storage.load(done.runId))!.status).toBe('completed');
+      });
+
+      it('lets a terminal state replace a terminal record (undo of a completed run)', async () => {
+        const done = makeRunState({ status: 'completed' });
+        await h.storage.save(done);
+        const cancelled: RunState = {
+          ...done,
+          status: 'cancelled',
+          cancellation: { reason: 'undo', rollbackFailures: [] },
+          updatedAt: T0 + 5,
+        };
+        await expect(h.storage.save(cancelled)).resolves.toBe(true);
+        await expect(h.storage.load(done.runId)).resolves.toEqual(cancelled);
+      });
+
+      it('lets a non-terminal state replace a terminal record with reopen', async () => {
+        const done = makeRunState({ status: 'completed' });
+        await h.storage.save(done);
+        const rollingBack: RunState = { ...done, status: 'rolling_back', updatedAt: T0 + 5 };
+        const options: StorageSaveOptions = { reopen: true };
+        await expect(h.storage.save(rollingBack, options as SaveOptions)).resolves.toBe(true);
+        expect((await h.storage.load(done.runId))!.status).toBe('rolling_back');
+        expect(await h.storage.listActive(10)).toEqual([done.runId]);
+      });
+    });
+
+    describe('size limit', () => {
+      it('throws ContextTooLargeError over maxContextBytes, counting UTF-8 bytes, and writes nothing', async () => {
+        const limited = await harnessWith({ maxContextBytes: 2000 });
+        const fits = makeRunState({ inputs: { note: 'a'.repeat(500) } });
+        await expect(limited.storage.save(fits)).resolves.toBe(true);
+
+        // 900 characters but 1800 bytes: over the limit with the rest of the state.
+        const big = makeRunState({ inputs: { note: 'é'.repeat(900) } });
+        const error = await limited.storage.save(big).catch((e: unknown) => e);
+        expect(error).toBeInstanceOf(ContextTooLargeError);
+        expect(error).toMatchObject({ code: 'CONTEXT_TOO_LARGE', runId: big.runId, limit: 2000 });
+        expect((error as ContextTooLargeError).bytes).toBe(Buffer.byteLength(JSON.stringify(big), 'utf8'));
+        await expect(limited.storage.load(big.runId)).resolves.toBeUndefined();
+
+        // An oversized checkpoint of an existing run leaves the previous one in place.
+        await expect(limited.storage.save({ ...fits, inputs: { note: 'é'.repeat(900) } })).rejects.toBeInstanceOf(
+          ContextTooLargeError,
+        );
+        await expect(limited.storage.load(fits.runId)).resolves.toEqual(fits);
+      });
+
+      it('defaults to 16 MiB', async () => {
+        const big = makeRunState({ inputs: { blob: 'x'.repeat(16 * 1024 * 1024) } });
+        await expect(h.storage.save(big)).rejects.toMatchObject({ code: 'CONTEXT_TOO_LARGE', limit: 16 * 1024 * 1024 });
+      });
+    });
+
+    describe('active index', () => {
+      it('lists non-terminal runs and not terminal ones', async () => {
+        const runs = [...NON_TERMINAL, ...TERMINAL].map((status, i) => makeRunState({ status, updatedAt: T0 + i }));
+        for (const run of runs) await h.storage.save(run);
+        expect(await h.storage.listActive(100)).toEqual(
+          runs.filter((r) => NON_TERMINAL.includes(r.status)).map((r) => r.runId),
+        );
+      });
+
+      it('orders by updatedAt, oldest first, and respects the limit', async () => {
+        const offsets = [50, 10, 40, 20, 30];
+        const runs = offsets.map((offset) => makeRunState({ updatedAt: T0 + offset }));
+        for (const run of runs) await h.storage.save(run);
+        const byAge = [...runs].sort((a, b) => a.updatedAt - b.updatedAt).map((r) => r.runId);
+        expect(await h.storage.listActive(100)).toEqual(byAge);
+        expect(await h.storage.listActive(3)).toEqual(byAge.slice(0, 3));
+        expect(await h.storage.listActive(1)).toEqual(byAge.slice(0, 1));
+        expect(await h.storage.listActive(0)).toEqual([]);
+      });
+
+      it('spans many runs (all shards) and merges them in order', async () => {
+        const runs = Array.from({ length: 60 }, (_, i) => makeRunState({ updatedAt: T0 + ((i * 37) % 60) }));
+        await Promise.all(runs.map((run) => h.storage.save(run)));
+        const byAge = [...runs].sort((a, b) => a.updatedAt - b.updatedAt).map((r) => r.runId);
+        expect(await h.storage.listActive(1000)).toEqual(byAge);
+        expect(await h.storage.listActive(7)).toEqual(byAge.slice(0, 7));
+      });
+
+      it('moves a run on each checkpoint and drops it once terminal', async () => {
+        const a = makeRunState({ updatedAt: T0 + 1 });
+        const b = makeRunState({ updatedAt: T0 + 2 });
+        await h.storage.save(a);
+        await h.storage.save(b);
+        expect(await h.storage.listActive(10)).toEqual([a.runId, b.runId]);
+
+        await h.storage.save({ ...a, updatedAt: T0 + 3 });
+        expect(await h.storage.listActive(10)).toEqual([b.runId, a.runId]);
+
+        await h.storage.save({ ...b, status: 'completed', updatedAt: T0 + 4 });
+        expect(await h.storage.listActive(10)).toEqual([a.runId]);
+
+        await h.storage.save({ ...a, status: 'paused', updatedAt: T0 + 5 });
+        expect(await h.storage.listActive(10)).toEqual([a.runId]);
+      });
+
+      it('does not re-index a terminal run on a refused createOnly or stale save', async () => {
+        const done = makeRunState({ status: 'completed' });
+        await h.storage.save(done);
+        await h.storage.save({ ...done, status: 'running' }, { createOnly: true });
+        await h.storage.save({ ...done, status: 'running' });
+        expect(await h.storage.listActive(10)).toEqual([]);
+      });
+    });
+
+    describe('markBroken', () => {
+      const reason = { code: 'UNKNOWN_REACTOR', message: "Reactor 'checkout' is not registered in this process." };
+
+      it('turns the run into a failed record carrying the reason, still loadable', async () => {
+        const state = makeRunState({ createdAt: T0 - 1000 });
+        await h.storage.save(state);
+        await h.storage.markBroken(state.runId, 'checkout', reason);
+
+        const broken = (await h.storage.load(state.runId))!;
+        expect(broken).toMatchObject({
+          runId: state.runId,
+          reactorName: 'checkout',
+          definitionHash: state.definitionHash,
+          status: 'failed',
+          createdAt: T0 - 1000,
+          failure: {
+            code: reason.code,
+            message: reason.message,
+            errorMessage: reason.message,
+            reactorName: 'checkout',
+            retryable: false,
+            rollbackFailures: [],
+          },
+        });
+        expect(broken.completed).toEqual([]);
+        expect(typeof broken.updatedAt).toBe('number');
+        expect(await h.storage.listActive(10)).toEqual([]);
+      });
+
+      it('keeps the stored reactor name when none is given', async () => {
+        const state = makeRunState({ reactorName: 'billing' });
+        await h.storage.save(state);
+        await h.storage.markBroken(state.runId, undefined, reason);
+        expect((await h.storage.load(state.runId))!).toMatchObject({
+          reactorName: 'billing',
+          failure: { reactorName: 'billing' },
+        });
+      });
+
+      it('is idempotent: the first reason wins', async () => {
+        const state = makeRunState();
+        await h.storage.save(state);
+        await h.storage.markBroken(state.runId, 'checkout', reason);
+        const first = await h.storage.load(state.runId);
+        await h.storage.markBroken(state.runId, 'checkout', { code: 'CORRUPT_RECORD', message: 'second' });
+        await h.storage.markBroken(state.runId, 'checkout', reason);
+        await expect(h.storage.load(state.runId)).resolves.toEqual(first);
+      });
+
+      it('stops a stale worker: its non-terminal saves write nothing afterwards', async () => {
+        const state = makeRunState();
+        const lease = (await h.locks.acquire(leaseName(state.runId), LONG_TTL))!;
+        await h.storage.save(state, { lease });
+        await h.storage.markBroken(state.runId, 'checkout', reason);
+        await expect(h.storage.save({ ...state, updatedAt: T0 + 1 }, { lease })).resolves.toBe(false);
+        expect((await h.storage.load(state.runId))!.status).toBe('failed');
+        expect(await h.storage.listActive(10)).toEqual([]);
+      });
+
+      it('leaves a missing run missing', async () => {
+        const runId = newRunId();
+        await h.storage.markBroken(runId, 'checkout', reason);
+        await expect(h.storage.load(runId)).resolves.toBeUndefined();
+        expect(await h.storage.listActive(10)).toEqual([]);
+      });
+    });
+
+    describe('unreadable records', () => {
+      const raw = (fn: (h: AdapterHarness) => Promise<void>) => async () => {
+        if (!h.writeRaw) return; // this adapter cannot simulate damage; see its own spec
+        await fn(h);
+      };
+
+      it(
+        'load throws CorruptRecordError for corrupt JSON',
+        raw(async (h) => {
+          const runId = newRunId();
+          await h.writeRaw!(runId, '{"schemaVersion":1,"runId":"' + runId + '", "trunc');
+          const error = await h.storage.load(runId).catch((e: unknown) => e);
+          expect(error).toBeInstanceOf(CorruptRecordError);
+          expect(error).toMatchObject({ code: 'CORRUPT_RECORD', runId });
+        }),
+      );
+
+      it(
+        'load throws CorruptRecordError (SCHEMA_VERSION) for another schema version',
+        raw(async (h) => {
+          const state = makeRunState();
+          await h.writeRaw!(state.runId, JSON.stringify({ ...state, schemaVersion: 99 }));
+          await expect(h.storage.load(state.runId)).rejects.toMatchObject({
+            code: 'SCHEMA_VERSION',
+            runId: state.runId,
+          });
+        }),
+      );
+
+      it(
+        'load throws CorruptRecordError for valid JSON of the wrong shape',
+        raw(async (h) => {
+          const state = makeRunState();
+          await h.writeRaw!(state.runId, JSON.stringify({ ...state, completed: 'nope' }));
+          await expect(h.storage.load(state.runId)).rejects.toMatchObject({ code: 'CORRUPT_RECORD' });
+          await h.writeRaw!(state.runId, '[1,2]');
+          await expect(h.storage.load(state.runId)).rejects.toMatchObject({ code: 'CORRUPT_RECORD' });
+        }),
+      );
+
+      it(
+        'markBroken replaces a corrupt record with a loadable failed one, keeping what it can',
+        raw(async (h) => {
+          const runId = newRunId();
+          await h.writeRaw!(runId, '{not json');
+          await h.storage.markBroken(runId, 'checkout', { code: 'CORRUPT_RECORD', message: 'unreadable' });
+          const broken = (await h.storage.load(runId))!;
+          expect(broken).toMatchObject({
+            runId,
+            reactorName: 'checkout',
+            status: 'failed',
+            failure: { code: 'CORRUPT_RECORD' },
+          });
+          expect(await h.storage.listActive(10)).toEqual([]);
+
+          const old = makeRunState({ reactorName: 'legacy', createdAt: T0 - 5 });
+          await h.writeRaw!(old.runId, JSON.stringify({ ...old, schemaVersion: 0 }));
+          await h.storage.markBroken(old.runId, undefined, { code: 'SCHEMA_VERSION', message: 'old format' });
+          expect(await h.storage.load(old.runId)).toMatchObject({
+            reactorName: 'legacy',
+            definitionHash: old.definitionHash,
+            createdAt: T0 - 5,
+            status: 'failed',
+          });
+        }),
+      );
+    });
+  });
+}

@@ -1,0 +1,142 @@
+import { Injectable, Module } from '@nestjs/common';
+import { Test } from '@nestjs/testing';
+import { systemClock } from '../../lib/core/ports/clock.port';
+import { FakeClock } from '../../lib/testing/fake-clock';
+import { RecordingMiddleware } from '../../lib/testing/recording.middleware';
+import { ReactorClient } from '../../lib/nest/reactor.client';
+import { REACTOR_CLOCK, REACTOR_OPTIONS } from '../../lib/nest/reactor.constants';
+import type { ReactorModuleAsyncOptions, ReactorModuleOptions } from '../../lib/nest/reactor-module-options.interface';
+import { resolveReactorModuleOptions } from '../../lib/nest/reactor-module.options';
+import { ReactorModule } from '../../lib/nest/reactor.module';
+import { CapturingLogger, ORDER_PROVIDERS, OrderReactor } from './fixtures';
+
+const order = { sku: 'sku-1', amount: 42, country: 'FR', card: '4242' };
+
+@Injectable()
+class ConfigService {
+  readonly middleware = new RecordingMiddleware();
+  readonly clock = new FakeClock();
+  get(key: 'leaseTtlMs'): number {
+    return { leaseTtlMs: 12_345 }[key];
+  }
+}
+
+@Module({ providers: [ConfigService], exports: [ConfigService] })
+class ConfigModule {}
+
+describe('ReactorModule options', () => {
+  describe('forRootAsync', () => {
+    it('builds the options with useFactory and inject', async () => {
+      const app = await Test.createTestingModule({
+        imports: [
+          ReactorModule.forRootAsync({
+            imports: [ConfigModule],
+            inject: [ConfigService],
+            useFactory: async (config: ConfigService) => ({
+              leaseTtlMs: config.get('leaseTtlMs'),
+              middleware: [config.middleware],
+              clock: config.clock,
+            }),
+          }),
+        ],
+        providers: ORDER_PROVIDERS,
+      })
+        .setLogger(new CapturingLogger())
+        .compile();
+      try {
+        await app.init();
+        const config = app.get(ConfigService);
+        expect(app.get(REACTOR_OPTIONS).leaseTtlMs).toBe(12_345);
+        expect(app.get(REACTOR_CLOCK)).toBe(config.clock);
+
+        const outcome = await app.get(ReactorClient).run(OrderReactor, order);
+
+        expect(outcome.status).toBe('completed');
+        expect(config.middleware.sequence(['reactor.start', 'reactor.complete'])).toEqual([
+          'reactor.start',
+          'reactor.complete',
+        ]);
+        expect(config.middleware.events[0].at).toBe(config.clock.now());
+      } finally {
+        await app.close();
+      }
+    });
+
+    it('throws a clear error without useFactory', () => {
+      expect(() =>
+        ReactorModule.forRootAsync({ inject: [ConfigService] } as unknown as ReactorModuleAsyncOptions),
+      ).toThrow('ReactorModule.forRootAsync() needs a useFactory function that returns the module options');
+      expect(() => ReactorModule.forRootAsync(undefined as unknown as ReactorModuleAsyncOptions)).toThrow(
+        /needs a useFactory/,
+      );
+    });
+
+    it('validates what the factory returns', async () => {
+      const builder = Test.createTestingModule({
+        imports: [ReactorModule.forRootAsync({ useFactory: () => ({ leaseTtlMs: -1 }) })],
+      }).setLogger(new CapturingLogger());
+
+      await expect(builder.compile()).rejects.toThrow(
+        "ReactorModule option 'leaseTtlMs' must be an integer >= 1 (got -1).",
+      );
+    });
+
+    it('refuses global from the factory: it changes the module shape', async () => {
+      const builder = Test.createTestingModule({
+        imports: [ReactorModule.forRootAsync({ useFactory: () => ({ global: false }) as ReactorModuleOptions })],
+      }).setLogger(new CapturingLogger());
+
+      await expect(builder.compile()).rejects.toThrow(
+        /useFactory returned 'global'.*forRootAsync\(\{ global: false, useFactory \}\)/,
+      );
+    });
+  });
+
+  describe('forRoot', () => {
+    it('validates options eagerly', () => {
+      expect(() => ReactorModule.forRoot({ leaseTime: 5 } as unknown as ReactorModuleOptions)).toThrow(
+        "ReactorModule option 'leaseTime' is unknown. Known options: redis, prefix,",
+      );
+      expect(() => ReactorModule.forRoot({ prefix: 'a{b}' })).toThrow(
+        "ReactorModule option 'prefix' must be a non-empty string",
+      );
+      expect(() => ReactorModule.forRoot({ middleware: [{}] as never })).toThrow(
+        "ReactorModule option 'middleware[0]' must be an object with an onEvent(event) method",
+      );
+      expect(() => ReactorModule.forRoot({ redis: { url: '' } })).toThrow(
+        "ReactorModule option 'redis.url' must be a non-empty Redis URL",
+      );
+      expect(() => ReactorModule.forRoot({ sweeper: { interval: 5 } as never })).toThrow(
+        "ReactorModule option 'sweeper.interval' is unknown",
+      );
+    });
+
+    it('says the Redis runtime is not wired yet when redis is configured', async () => {
+      const builder = Test.createTestingModule({
+        imports: [ReactorModule.forRoot({ redis: { url: 'redis://localhost:6379' } })],
+      }).setLogger(new CapturingLogger());
+
+      await expect(builder.compile()).rejects.toThrow(
+        "ReactorModule: the 'redis' option is recognised, but the Redis runtime is not wired into the Nest module",
+      );
+    });
+  });
+
+  it('applies defaults in one place', () => {
+    expect(resolveReactorModuleOptions(undefined)).toEqual({
+      redis: undefined,
+      prefix: 'reactor',
+      middleware: [],
+      leaseTtlMs: 60_000,
+      checkpointMinIntervalMs: 0,
+      snoozeDelayMs: 5_000,
+      clock: systemClock,
+      global: true,
+      sweeper: { enabled: true, intervalMs: 30_000 },
+    });
+    expect(resolveReactorModuleOptions({ sweeper: { enabled: false } }).sweeper).toEqual({
+      enabled: false,
+      intervalMs: 30_000,
+    });
+  });
+});

@@ -1,0 +1,53 @@
+import * as api from '../lib';
+import * as testing from '../lib/testing';
+import { defineReactor, success, type ReactorBuilder } from '../lib';
+import { createTestEngine } from '../lib/testing';
+
+describe('public API', () => {
+  it('exports the documented names from the main entry point and nothing internal', () => {
+    for (const name of [
+      'ReactorModule',
+      'ReactorClient',
+      'Step',
+      'Reactor',
+      'defineReactor',
+      'success',
+      'failure',
+      'halt',
+      'skipped',
+      'failStep',
+      'ReactorEngine',
+      'DefinitionError',
+      'InputValidationError',
+    ]) {
+      expect(api).toHaveProperty(name);
+    }
+    for (const internal of [
+      'RunExecution',
+      'MiddlewareRunner',
+      'InProcessJobDispatcher',
+      'EmbeddedReactorRuntime',
+      'MemoryReactorStorage',
+    ]) {
+      expect(api).not.toHaveProperty(internal);
+    }
+    expect(Object.keys(testing).sort()).toEqual(['FakeClock', 'RecordingMiddleware', 'createTestEngine']);
+  });
+
+  it('runs a reactor with the testing entry point, with retries that do not wait', async () => {
+    const { engine, clock, recorder } = createTestEngine();
+    let n = 0;
+    const def = defineReactor('flaky', (r: ReactorBuilder<object>) =>
+      r.step(
+        'try',
+        () => (++n < 3 ? api.failure('again') : success(n)),
+        {},
+        { retries: { maxAttempts: 3, baseDelayMs: 50 } },
+      ),
+    );
+    const outcome = await engine.run(def, {});
+    expect(outcome.status === 'completed' && outcome.value).toBe(3);
+    expect(clock.sleeps).toEqual([50, 100]);
+    expect(recorder.sequence(['step.retry'])).toEqual(['step.retry:try', 'step.retry:try']);
+  });
+});

@@ -1,0 +1,308 @@
+import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Redis } from 'ioredis';
+import { CorruptRecordError, LeaseLostError, ReactorError } from '../../lib/core/errors';
+import {
+  RedisKeys,
+  RedisLockManager,
+  RedisReactorStorage,
+  resolveScriptsDir,
+  SCRIPT_FILES,
+} from '../../lib/storage/redis';
+import { StorageErrorCode, storageError } from '../../lib/storage/storage-error-codes';
+import { waitFor } from '../conformance/adapter-harness';
+import { makeRunState, newRunId, T0 } from '../conformance/run-state.factory';
+import { cleanupPrefix, createTestRedis, redisUrl, uniquePrefix } from '../setup/redis';
+import { RedisMonitor, type MonitoredCommand } from './redis-monitor';
+
+/** CRC16/XMODEM (poly 0x1021, init 0), the checksum Redis Cluster uses for key slots. */
+function crc16(data: Buffer): number {
+  let crc = 0;
+  for (const byte of data) {
+    crc ^= byte << 8;
+    for (let bit = 0; bit < 8; bit++) crc = crc & 0x8000 ? ((crc << 1) ^ 0x1021) & 0xffff : (crc << 1) & 0xffff;
+  }
+  return crc;
+}
+
+/** `CLUSTER KEYSLOT`: hash the first non-empty `{...}` tag if any, else the whole key. */
+function keySlot(key: string): number {
+  const open = key.indexOf('{');
+  if (open !== -1) {
+    const close = key.indexOf('}', open + 1);
+    if (close > open + 1) return crc16(Buffer.from(key.slice(open + 1, close))) % 16384;
+  }
+  return crc16(Buffer.from(key)) % 16384;
+}
+
+const filePrefix = uniquePrefix('redis-storage').replace(/:$/, '');
+let redis: Redis;
+let keys: RedisKeys;
+let storage: RedisReactorStorage;
+let locks: RedisLockManager;
+const clients: Redis[] = [];
+
+beforeAll(() => {
+  redis = createTestRedis();
+  keys = new RedisKeys({ prefix: filePrefix });
+  storage = new RedisReactorStorage(redis, { keys });
+  locks = new RedisLockManager(redis, { keys });
+});
+afterAll(async () => {
+  await cleanupPrefix(redis, filePrefix);
+  for (const client of clients) client.disconnect();
+  await redis.quit();
+});
+
+describe('RedisReactorStorage: unreadable records', () => {
+  it('load throws CorruptRecordError for corrupt JSON in the stored blob', async () => {
+    const state = makeRunState();
+    await storage.save(state);
+    await redis.hset(keys.runKey(state.runId), 'state', JSON.stringify(state).slice(0, -7));
+    const error = await storage.load(state.runId).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(CorruptRecordError);
+    expect(error).toMatchObject({ code: 'CORRUPT_RECORD', runId: state.runId, retryable: false });
+    expect((error as Error).message).toContain('not valid JSON');
+  });
+
+  it('load throws CorruptRecordError with code SCHEMA_VERSION for an unknown schema version', async () => {
+    const state = makeRunState();
+    await storage.save(state);
+    await redis.hset(keys.runKey(state.runId), 'state', JSON.stringify({ ...state, schemaVersion: 2 }));
+    const error = await storage.load(state.runId).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(CorruptRecordError);
+    expect(error).toMatchObject({ code: 'SCHEMA_VERSION', runId: state.runId });
+  });
+
+  it('load throws CorruptRecordError for a record hash without its state field', async () => {
+    const runId = newRunId();
+    await redis.hset(keys.runKey(runId), 'status', 'running', 'terminal', '0');
+    await expect(storage.load(runId)).rejects.toMatchObject({ code: 'CORRUPT_RECORD', runId });
+  });
+
+  it('markBroken makes such a record loadable, failed, out of the index, once', async () => {
+    const state = makeRunState({ reactorName: 'import' });
+    await storage.save(state);
+    await redis.hset(keys.runKey(state.runId), 'state', '{"reactorName":"import", garbage');
+    await storage.markBroken(state.runId, undefined, { code: 'CORRUPT_RECORD', message: 'unreadable record' });
+    const broken = await storage.load(state.runId);
+    expect(broken).toMatchObject({
+      runId: state.runId,
+      reactorName: 'unknown',
+      status: 'failed',
+      failure: { code: 'CORRUPT_RECORD' },
+    });
+    expect(await redis.hget(keys.runKey(state.runId), 'broken')).toBe('1');
+    expect(await redis.zscore(keys.activeIndexKeyOf(state.runId), state.runId)).toBeNull();
+
+    await storage.markBroken(state.runId, 'import', { code: 'UNKNOWN_REACTOR', message: 'second call' });
+    await expect(storage.load(state.runId)).resolves.toEqual(broken);
+  });
+});
+
+describe('RedisReactorStorage: keys, TTLs and index', () => {
+  it('stores a run as a hash of state, status and terminal flag', async () => {
+    const state = makeRunState();
+    await storage.save(state);
+    expect(await redis.hgetall(keys.runKey(state.runId))).toEqual({
+      state: JSON.stringify(state),
+      status: 'running',
+      terminal: '0',
+    });
+    expect(await redis.zscore(keys.activeIndexKeyOf(state.runId), state.runId)).toBe(String(state.updatedAt));
+  });
+
+  it('re-stamps the retention TTL on every write and refreshes the lease PX', async () => {
+    const state = makeRunState();
+    const lease = (await locks.acquire(`run:${state.runId}`, 1000))!;
+    await storage.save(state, { lease, leaseTtlMs: 45_000 });
+    const ttl = await redis.pttl(keys.runKey(state.runId));
+    expect(ttl).toBeGreaterThan(24 * 3600 * 1000 - 10_000);
+    expect(ttl).toBeLessThanOrEqual(24 * 3600 * 1000);
+    const leaseTtl = await redis.pttl(keys.leaseKey(state.runId));
+    expect(leaseTtl).toBeGreaterThan(40_000);
+
+    await redis.pexpire(keys.runKey(state.runId), 5000);
+    await storage.save({ ...state, updatedAt: T0 + 1 });
+    expect(await redis.pttl(keys.runKey(state.runId))).toBeGreaterThan(24 * 3600 * 1000 - 10_000);
+    expect(await redis.pttl(keys.activeIndexKeyOf(state.runId))).toBe(-1); // shared index: no TTL
+  });
+
+  it('drops a run from the index when its record expired, on the next load', async () => {
+    const short = new RedisReactorStorage(redis, { keys, contextTtlMs: 50 });
+    const state = makeRunState();
+    await short.save(state);
+    await waitFor(async () => (await redis.exists(keys.runKey(state.runId))) === 0, 'the record to expire');
+    expect(await short.listActive(1000)).toContain(state.runId);
+    await expect(short.load(state.runId)).resolves.toBeUndefined();
+    expect(await short.listActive(1000)).not.toContain(state.runId);
+  });
+
+  it('maps the run lease to the run slot and other leases to their own tag', () => {
+    expect(keys.physicalLeaseKey('run:abc')).toBe(keys.leaseKey('abc'));
+    expect(keys.physicalLeaseKey('orders:1')).toBe(`${filePrefix}:{lock:orders:1}`);
+    expect(keys.runKey('abc')).toBe(`${filePrefix}:{${filePrefix}:s${keys.shardOf('abc')}}:run:abc`);
+    expect(new RedisKeys().activeIndexKey(3)).toBe('reactor:{reactor:s3}:active');
+    expect(() => new RedisKeys({ prefix: 'a{b' })).toThrow(RangeError);
+    expect(() => new RedisKeys({ shards: 0 })).toThrow(RangeError);
+  });
+});
+
+describe('Redis Cluster slots', () => {
+  it('CRC16 matches Redis', () => {
+    expect(crc16(Buffer.from('123456789'))).toBe(0x31c3);
+    expect(keySlot('foo')).toBe(12182);
+    expect(keySlot('{user1000}.following')).toBe(keySlot('{user1000}.followers'));
+  });
+
+  it('puts every key a run script touches (record, lease, shard index) in one slot, for many run ids', () => {
+    const shards = new Map<number, number>();
+    const odd = ['{', '}', '{x}', 'a}b{c', ':', 'ünïcödé', ''];
+    const ids = [...Array.from({ length: 2000 }, () => randomUUID()), ...odd.map((o) => `${o}${randomUUID()}${o}`)];
+    for (const layout of [keys, new RedisKeys(), new RedisKeys({ prefix: 'p', shards: 5 })]) {
+      for (const runId of ids) {
+        const slot = keySlot(layout.runKey(runId));
+        expect([
+          keySlot(layout.leaseKey(runId)),
+          keySlot(layout.physicalLeaseKey(`run:${runId}`)),
+          keySlot(layout.activeIndexKeyOf(runId)),
+          keySlot(layout.runScopedKey(runId, 'map', 'm1', 'results')),
+        ]).toEqual([slot, slot, slot, slot]);
+        if (layout === keys) shards.set(layout.shardOf(runId), (shards.get(layout.shardOf(runId)) ?? 0) + 1);
+      }
+    }
+    // Every shard is used, none is starved (expected ~126 each).
+    expect(shards.size).toBe(16);
+    for (const count of shards.values()) expect(count).toBeGreaterThan(60);
+  });
+
+  it('tags coordination keys by their own name', () => {
+    expect(keySlot(keys.coordinationKey('semaphore', 'payments', 'tokens'))).toBe(
+      keySlot(keys.coordinationKey('semaphore', 'payments', 'held')),
+    );
+    expect(keySlot(keys.lockKey('orders:1'))).toBe(keySlot('{lock:orders:1}'));
+    expect(keys.sweepGuardKey('reactor')).toBe(`${filePrefix}:{sweep:reactor}:guard`);
+  });
+});
+
+describe('round trips (counted with MONITOR)', () => {
+  let monitor: RedisMonitor;
+
+  beforeAll(async () => {
+    monitor = await RedisMonitor.start(redisUrl());
+  });
+  afterAll(() => monitor.close());
+
+  /** The commands `client` sent while `action` ran, in order, as Redis saw them. */
+  async function commandsOf(client: Redis, action: () => Promise<unknown>): Promise<string[][]> {
+    const id = randomUUID();
+    await client.echo(`start-${id}`);
+    await action();
+    await client.echo(`end-${id}`);
+    const seen = monitor.commands;
+    const isMark = (e: MonitoredCommand, mark: string) => e.args[0]?.toLowerCase() === 'echo' && e.args[1] === mark;
+    await waitFor(() => seen.some((e) => isMark(e, `end-${id}`)), 'the end marker in MONITOR');
+    const start = seen.findIndex((e) => isMark(e, `start-${id}`));
+    const end = seen.findIndex((e) => isMark(e, `end-${id}`));
+    const source = seen[start].source;
+    return seen
+      .slice(start + 1, end)
+      .filter((e) => e.source === source)
+      .map((e) => e.args);
+  }
+
+  function fresh(): { client: Redis; storage: RedisReactorStorage; locks: RedisLockManager } {
+    const client = createTestRedis();
+    clients.push(client);
+    return {
+      client,
+      storage: new RedisReactorStorage(client, { keys }),
+      locks: new RedisLockManager(client, { keys }),
+    };
+  }
+
+  const names = (commands: string[][]) => commands.map((c) => c[0].toLowerCase());
+
+  /** Keys of an EVAL/EVALSHA: [name, script|sha, numkeys, ...keys, ...args]. */
+  const scriptKeys = (command: string[]) => command.slice(3, 3 + Number(command[2]));
+
+  it('a fenced save is exactly one command: EVAL on a fresh connection, EVALSHA after', async () => {
+    const { client, storage, locks } = fresh();
+    const state = makeRunState();
+    const lease = (await locks.acquire(`run:${state.runId}`, 30_000))!;
+
+    const first = await commandsOf(client, () => storage.save(state, { lease, leaseTtlMs: 30_000, createOnly: true }));
+    expect(names(first)).toEqual(['eval']);
+
+    for (let i = 1; i <= 3; i++) {
+      const next = await commandsOf(client, () =>
+        storage.save({ ...state, updatedAt: T0 + i }, { lease, leaseTtlMs: 30_000 }),
+      );
+      expect(names(next)).toEqual(['evalsha']);
+      const slots = new Set(scriptKeys(next[0]).map(keySlot));
+      expect(scriptKeys(next[0])).toHaveLength(3);
+      expect(slots.size).toBe(1);
+    }
+
+    // A lost lease costs the same single command.
+    const lost = await commandsOf(client, () =>
+      storage.save(state, { lease: { ...lease, token: 'x' } }).catch(() => undefined),
+    );
+    expect(names(lost)).toEqual(['evalsha']);
+  });
+
+  it('the other operations: one command each, except a missing load and markBroken', async () => {
+    const { client, storage, locks } = fresh();
+    const state = makeRunState();
+    await storage.save(state); // warm the script cache of this connection
+
+    const lease = await commandsOf(client, () => locks.acquire(`run:${state.runId}`, 30_000));
+    expect(names(lease)).toEqual(['set']);
+    const held = (await locks.acquire(`orders:${state.runId}`, 30_000))!;
+    await locks.extend(held, 30_000); // first extend on this connection is an EVAL
+    await locks.release((await locks.acquire(`tmp:${state.runId}`, 30_000))!);
+    expect(names(await commandsOf(client, () => locks.extend(held, 30_000)))).toEqual(['evalsha']);
+    expect(names(await commandsOf(client, () => locks.isHeld(held.key)))).toEqual(['exists']);
+    expect(names(await commandsOf(client, () => locks.release(held)))).toEqual(['evalsha']);
+
+    expect(names(await commandsOf(client, () => storage.load(state.runId)))).toEqual(['hget']);
+    const missing = await commandsOf(client, () => storage.load(newRunId()));
+    expect(names(missing)).toEqual(['hget', 'eval']);
+    expect(new Set(scriptKeys(missing[1]).map(keySlot)).size).toBe(1);
+
+    expect(names(await commandsOf(client, () => storage.listActive(10)))).toEqual(Array(16).fill('zrange'));
+
+    const broken = await commandsOf(client, () =>
+      storage.markBroken(state.runId, 'checkout', { code: 'X', message: 'y' }),
+    );
+    expect(names(broken)).toEqual(['hget', 'eval']);
+    expect(new Set(scriptKeys(broken[1]).map(keySlot)).size).toBe(1);
+    expect(keySlot(scriptKeys(broken[1])[0])).toBe(keySlot(keys.runKey(state.runId)));
+  });
+});
+
+describe('scripts', () => {
+  it('are found under lib/scripts when running from source', () => {
+    expect(resolveScriptsDir()).toBe(join(__dirname, '../../lib/scripts'));
+  });
+
+  it.each(Object.values(SCRIPT_FILES))('%s has a header and uses exactly the KEYS its name declares', (file) => {
+    const lua = readFileSync(join(resolveScriptsDir(), file), 'utf8');
+    const declared = Number(/-(\d+)\.lua$/.exec(file)![1]);
+    expect(lua).toMatch(/^--\[\[/);
+    for (const section of ['Input:', 'Output:']) expect(lua).toContain(section);
+    const used = new Set([...lua.matchAll(/KEYS\[(\d+)\]/g)].map((m) => Number(m[1])));
+    expect([...used].sort()).toEqual(Array.from({ length: declared }, (_, i) => i + 1));
+  });
+
+  it('negative codes map to errors through one factory', () => {
+    expect(storageError(StorageErrorCode.LeaseLost, { runId: 'r', operation: 'save' })).toBeInstanceOf(LeaseLostError);
+    expect(storageError(StorageErrorCode.InvalidArgument, { runId: 'r', operation: 'save' })).toMatchObject({
+      code: 'INTERNAL',
+    });
+    const unknown = storageError(-99, { runId: 'r', operation: 'save' });
+    expect(unknown).toBeInstanceOf(ReactorError);
+    expect(unknown.message).toContain('-99');
+  });
+});
