@@ -4,6 +4,7 @@ import { DefinitionError } from './errors/definition.error';
 import { InputValidationError } from './errors/input-validation.error';
 import { ReactorError } from './errors/reactor.error';
 import {
+  ContextTooLargeError,
   CorruptRecordError,
   DefinitionChangedError,
   InvalidRunStateError,
@@ -20,9 +21,9 @@ import { MiddlewareRunner } from './middleware/middleware-runner';
 import { systemClock, type Clock } from './ports/clock.port';
 import type { JobDispatcher, ReactorJob } from './ports/job-dispatcher.port';
 import type { Lease, LockManager } from './ports/lock-manager.port';
-import type { ReactorStorage } from './ports/reactor-storage.port';
+import type { ClaimResult, ReactorStorage } from './ports/reactor-storage.port';
 import { ConstructingStepResolver, type StepResolver } from './ports/step-resolver.port';
-import type { DispatchedOutcome, RollbackFailure, RunFailure, RunOutcome } from './results/run-outcome';
+import type { RollbackFailure, RunFailure, RunOutcome } from './results/run-outcome';
 import { describeFieldErrors, validateReactorInputs } from './validation/validate';
 
 /** Where the engine reports what it does not throw. */
@@ -49,6 +50,8 @@ export interface ReactorEngineOptions {
   checkpointMinIntervalMs?: number;
   /** Base delay of a snooze when a delivered run is executing elsewhere. @default 5000 */
   snoozeDelayMs?: number;
+  /** Random extra delay of a snooze, up to this. @default snoozeDelayMs */
+  snoozeJitterMs?: number;
   logger?: EngineLogger;
   /** Run id factory. @default crypto.randomUUID */
   newRunId?: () => string;
@@ -188,10 +191,10 @@ export class ReactorEngine {
     options: RunOptions = {},
   ): Promise<RunOutcome<O>> {
     const def = this.resolveTarget(target);
-    const prepared = await this.prepare(def, input, options);
-    if (prepared.status === 'failed') return outcomeOf<O>(prepared);
-    if (def.background && 'all' in def.background) return this.handOff(prepared) as Promise<RunOutcome<O>>;
-    return (await this.executeWithLease(def, prepared.runId, 'caller', false)) as RunOutcome<O>;
+    const background = def.background !== undefined && 'all' in def.background;
+    const prepared = await this.prepare(def, input, options, background ? 'handoff' : 'caller');
+    if (prepared.state.status === 'failed' || background) return outcomeOf<O>(prepared.state);
+    return (await this.execute(def, prepared.state, prepared.lease!, 'caller', false)) as RunOutcome<O>;
   }
 
   /** Start a reactor in the background regardless of its options; resolves once the run is stored. */
@@ -201,9 +204,8 @@ export class ReactorEngine {
     options: RunOptions = {},
   ): Promise<RunOutcome<O>> {
     const def = this.resolveTarget(target);
-    const prepared = await this.prepare(def, input, options);
-    if (prepared.status === 'failed') return outcomeOf<O>(prepared);
-    return this.handOff(prepared) as Promise<RunOutcome<O>>;
+    const prepared = await this.prepare(def, input, options, 'handoff');
+    return outcomeOf<O>(prepared.state);
   }
 
   /** The run with this id as shown to people, or undefined when there is none. */
@@ -238,16 +240,18 @@ export class ReactorEngine {
    * their own undos), then the run is `cancelled`. Refused while the run is executing.
    */
   async undo(runId: string): Promise<RunOutcome> {
-    const lease = await this.options.locks.acquire(runLeaseKey(runId), this.leaseTtlMs);
-    if (!lease) {
+    const lease: Lease = { key: runLeaseKey(runId), token: randomUUID() };
+    const claim = await this.options.storage.acquireAndLoad(runId, lease, this.leaseTtlMs);
+    if (!claim.acquired) {
       throw new InvalidRunStateError(
         `Run '${runId}' is executing in some process; undo it after it finishes.`,
         runId,
         'running',
       );
     }
+    let released = false;
     try {
-      const state = await this.options.storage.load(runId);
+      const state = claim.state;
       if (!state) throw new RunNotFoundError(runId);
       if (!['completed', 'halted', 'failed', 'paused'].includes(state.status)) {
         throw new InvalidRunStateError(
@@ -258,19 +262,12 @@ export class ReactorEngine {
       }
       const def = this.definition(state.reactorName);
       const env = this.env('caller', lease);
-      const save = RunExecution.saver(env, state, { reopen: true });
-      const execution = new RunExecution(def, state, env, save);
-      state.status = 'rolling_back';
-      await save(false);
-      const failures = await execution.undoAll();
-      state.status = 'cancelled';
-      state.cancellation = { reason: 'undo', rollbackFailures: failures };
-      state.finishedAt = this.clock.now();
-      await save(true);
+      const save = RunExecution.saver(env, state, { reopen: true, onRelease: () => (released = true) });
+      const outcome = await new RunExecution(def, state, env, save).undo('undo');
       this.notify(runId);
-      return outcomeOf(state);
+      return outcome;
     } finally {
-      await this.options.locks.release(lease).catch(() => undefined);
+      if (!released) await this.options.locks.release(lease).catch(() => undefined);
     }
   }
 
@@ -280,8 +277,9 @@ export class ReactorEngine {
    * normally, so the job is not retried.
    */
   async handleJob(job: ReactorJob): Promise<void> {
-    if (job.kind !== 'resume')
+    if (job.kind !== 'resume') {
       throw new ReactorError('INTERNAL', `Job kind '${job.kind}' is not handled by this engine yet.`);
+    }
     let def: ReactorDefinition;
     try {
       def = this.definition(job.reactorName);
@@ -290,14 +288,129 @@ export class ReactorEngine {
       this.notify(job.runId);
       return;
     }
-    await this.executeWithLease(def, job.runId, 'worker', true, job);
+    const lease: Lease = { key: runLeaseKey(job.runId), token: randomUUID() };
+    let claim: ClaimResult;
+    try {
+      claim = await this.options.storage.acquireAndLoad(job.runId, lease, this.leaseTtlMs);
+    } catch (error) {
+      if (!(error instanceof CorruptRecordError)) throw error;
+      await this.options.storage.markBroken(job.runId, def.name, toReason(error));
+      await this.options.locks.release(lease).catch(() => undefined);
+      this.notify(job.runId);
+      return;
+    }
+    if (!claim.acquired) {
+      // Executing elsewhere: come back later, touching nothing. Uncapped: the holder is alive.
+      await this.snooze(job);
+      return;
+    }
+    const state = claim.state;
+    if (!state || isTerminal(state.status) || state.status === 'paused') {
+      await this.options.locks.release(lease).catch(() => undefined);
+      return;
+    }
+    if (state.definitionHash !== def.hash) {
+      await this.options.storage.markBroken(
+        job.runId,
+        def.name,
+        toReason(new DefinitionChangedError(job.runId, def.name)),
+      );
+      await this.options.locks.release(lease).catch(() => undefined);
+      this.notify(job.runId);
+      return;
+    }
+    const due = state.retryAt ? Math.max(...Object.values(state.retryAt)) - this.clock.now() : 0;
+    if (due > 0) {
+      // Delivered before a scheduled retry is due (a sweeper or a duplicate): re-enqueue for then.
+      await this.options.locks.release(lease).catch(() => undefined);
+      await this.requireDispatcher(def.name).dispatch(
+        { kind: 'resume', runId: job.runId, reactorName: def.name },
+        { delayMs: due },
+      );
+      return;
+    }
+    await this.execute(def, state, lease, 'worker', true);
   }
 
-  /** Validate inputs and store the new run (failed, when inputs are invalid). */
-  private async prepare<I>(def: ReactorDefinition, input: I, options: RunOptions): Promise<RunState> {
+  /**
+   * Mark a run failed because its job could not be processed (infrastructure errors exhausted the
+   * job's retries). Not rolled back: completed steps stay on the undo stack for `undo(runId)`.
+   * Skipped when another process holds the run or it is already terminal. Never throws.
+   */
+  async failRun(runId: string, reason: { code: string; message: string; exceptionClass?: string }): Promise<void> {
+    const lease: Lease = { key: runLeaseKey(runId), token: randomUUID() };
+    try {
+      const claim = await this.options.storage.acquireAndLoad(runId, lease, this.leaseTtlMs);
+      if (!claim.acquired) return;
+      const state = claim.state;
+      if (!state || isTerminal(state.status)) {
+        await this.options.locks.release(lease);
+        return;
+      }
+      state.status = 'failed';
+      state.failure = {
+        message: `Run '${runId}' of reactor '${state.reactorName}' failed: ${reason.message}`,
+        code: reason.code,
+        reactorName: state.reactorName,
+        exceptionClass: reason.exceptionClass ?? 'Error',
+        errorMessage: reason.message,
+        retryable: false,
+        inputs: this.definitions.has(state.reactorName)
+          ? redactInputs(this.definition(state.reactorName), state.inputs)
+          : {},
+        rollbackFailures: [],
+      };
+      state.finishedAt = state.updatedAt = this.clock.now();
+      await this.options.storage.save(state, { lease, releaseLease: true });
+      this.notify(runId);
+    } catch (error) {
+      this.logger.error(`Could not mark run '${runId}' failed: ${(error as Error)?.message ?? String(error)}`);
+    }
+  }
+
+  /**
+   * Find runs whose executor died and re-enqueue them by id: non-terminal runs (from the storage
+   * index, never a keyspace scan) that nobody holds a lease on, not updated for `graceMs`, and
+   * with no retry scheduled in the future. Returns how many were re-enqueued. Idempotent: a run
+   * enqueued twice is executed once (the lease), so a mistaken re-enqueue costs one job.
+   */
+  async recoverStalled(options: { limit?: number; graceMs?: number } = {}): Promise<number> {
+    const limit = options.limit ?? 1000;
+    const graceMs = options.graceMs ?? this.leaseTtlMs;
+    const dispatcher = this.requireDispatcher('(sweeper)');
+    const now = this.clock.now();
+    let recovered = 0;
+    for (const runId of await this.options.storage.listActive(limit)) {
+      try {
+        if (await this.options.locks.isHeld(runLeaseKey(runId))) continue;
+        const state = await this.options.storage.load(runId);
+        if (!state || !['running', 'rolling_back', 'pending'].includes(state.status)) continue;
+        if (now - state.updatedAt < graceMs) continue;
+        if (state.retryAt && Math.max(...Object.values(state.retryAt)) > now) continue;
+        await dispatcher.dispatch({ kind: 'resume', runId, reactorName: state.reactorName });
+        recovered++;
+      } catch (error) {
+        if (error instanceof CorruptRecordError) {
+          await this.options.storage.markBroken(runId, undefined, toReason(error));
+          continue;
+        }
+        this.logger.warn(`Sweeper skipped run '${runId}': ${(error as Error)?.message ?? String(error)}`);
+      }
+    }
+    return recovered;
+  }
+
+  /** Validate inputs and store the new run: failed when inputs are invalid, else running. */
+  private async prepare<I>(
+    def: ReactorDefinition,
+    input: I,
+    options: RunOptions,
+    mode: 'caller' | 'handoff',
+  ): Promise<{ state: RunState; lease?: Lease }> {
     const runId = options.runId ?? (this.options.newRunId ?? randomUUID)();
     const { inputs, errors } = await validateReactorInputs(def.inputs, input);
     const state = newRunState(def, runId, inputs, this.clock.now());
+    let lease: Lease | undefined;
     if (Object.keys(errors).length > 0) {
       const error = new InputValidationError(
         `Reactor '${def.name}': input validation failed: ${describeFieldErrors(errors)}`,
@@ -317,9 +430,28 @@ export class ReactorEngine {
         fieldErrors: errors,
         rollbackFailures: [],
       };
+    } else {
+      state.status = 'running';
+      if (mode === 'handoff') {
+        state.handoff = { mode: 'all' };
+      } else {
+        lease = (await this.options.locks.acquire(runLeaseKey(runId), this.leaseTtlMs)) ?? undefined;
+        if (!lease) {
+          throw new InvalidRunStateError(
+            `A run with id '${runId}' is executing; run ids must be unique.`,
+            runId,
+            'running',
+          );
+        }
+      }
     }
-    const created = await this.options.storage.save(state, { createOnly: true });
+    const created = await this.options.storage.save(state, {
+      createOnly: true,
+      lease,
+      leaseTtlMs: lease ? this.leaseTtlMs : undefined,
+    });
     if (!created) {
+      if (lease) await this.options.locks.release(lease).catch(() => undefined);
       throw new InvalidRunStateError(
         `A run with id '${runId}' already exists; run ids must be unique.`,
         runId,
@@ -334,89 +466,56 @@ export class ReactorEngine {
         at: this.clock.now(),
         failure: state.failure!,
       });
+    } else if (mode === 'handoff') {
+      await this.requireDispatcher(def.name).dispatch({ kind: 'resume', runId, reactorName: def.name });
     }
-    return state;
+    return { state, lease };
   }
 
-  private async handOff(state: RunState): Promise<DispatchedOutcome> {
-    const dispatcher = this.requireDispatcher(state.reactorName);
-    state.status = 'running';
-    state.handoff = { mode: 'all' };
-    state.updatedAt = this.clock.now();
-    await this.options.storage.save(state);
-    await dispatcher.dispatch({ kind: 'resume', runId: state.runId, reactorName: state.reactorName });
-    return outcomeOf(state) as DispatchedOutcome;
-  }
-
-  /**
-   * Take the run's lease, load, execute, release. In a worker, a held lease snoozes the job and a
-   * missing or terminal run is a no-op.
-   */
-  private async executeWithLease(
+  /** Execute a run whose lease is held; the lease is released by the final save or here. */
+  private async execute(
     def: ReactorDefinition,
-    runId: string,
+    state: RunState,
+    lease: Lease,
     mode: 'caller' | 'worker',
     resumed: boolean,
-    job?: ReactorJob,
   ): Promise<RunOutcome> {
-    const lease = await this.options.locks.acquire(runLeaseKey(runId), this.leaseTtlMs);
-    if (!lease) {
-      if (mode === 'worker' && job) {
-        await this.requireDispatcher(def.name).dispatch(
-          { ...job, snoozes: (job.snoozes ?? 0) + 1 },
-          { delayMs: this.options.snoozeDelayMs ?? 5_000 },
-        );
-        return { status: 'dispatched', runId, reactorName: def.name, results: {}, trace: [], attempts: {} };
-      }
-      throw new InvalidRunStateError(`Run '${runId}' is already executing elsewhere.`, runId, 'running');
-    }
     const extender = this.startExtending(lease);
+    let released = false;
     try {
-      let state: RunState | undefined;
-      try {
-        state = await this.options.storage.load(runId);
-      } catch (error) {
-        if (error instanceof CorruptRecordError) {
-          await this.options.storage.markBroken(runId, def.name, toReason(error));
-          this.notify(runId);
-          return { status: 'dispatched', runId, reactorName: def.name, results: {}, trace: [], attempts: {} };
-        }
-        throw error;
-      }
-      if (!state) return { status: 'dispatched', runId, reactorName: def.name, results: {}, trace: [], attempts: {} };
-      if (isTerminal(state.status) || state.status === 'paused') return outcomeOf(state);
-      if (state.definitionHash !== def.hash) {
-        await this.options.storage.markBroken(runId, def.name, toReason(new DefinitionChangedError(runId, def.name)));
-        this.notify(runId);
-        return outcomeOf((await this.options.storage.load(runId)) ?? state);
-      }
-      if (mode === 'worker' && state.retryAt) {
-        const due = Math.max(...Object.values(state.retryAt));
-        const early = due - this.clock.now();
-        if (early > 0) {
-          await this.requireDispatcher(def.name).dispatch(
-            { kind: 'resume', runId, reactorName: def.name },
-            { delayMs: early },
-          );
-          return outcomeOf(state);
-        }
-      }
       const env = this.env(mode, lease);
-      const outcome = await new RunExecution(def, state, env, RunExecution.saver(env, state)).execute(resumed);
-      if (outcome.status !== 'dispatched') this.notify(runId);
+      const save = RunExecution.saver(env, state, { onRelease: () => (released = true) });
+      const outcome = await new RunExecution(def, state, env, save).execute(resumed);
+      if (outcome.status !== 'dispatched') this.notify(state.runId);
       return outcome;
     } catch (error) {
+      if (error instanceof ContextTooLargeError) {
+        // Even the failure cannot be stored at full size: keep a minimal failed record.
+        await this.options.storage.markBroken(state.runId, def.name, toReason(error));
+        this.notify(state.runId);
+        return outcomeOf((await this.options.storage.load(state.runId)) ?? state);
+      }
       if (error instanceof LeaseLostError) {
         this.logger.warn(error.message);
+        released = true;
         // A worker that lost its lease stops quietly: the new holder carries the run on.
-        if (mode === 'worker')
-          return { status: 'dispatched', runId, reactorName: def.name, results: {}, trace: [], attempts: {} };
+        if (mode === 'worker') return outcomeOf(state);
       }
       throw error;
     } finally {
       clearInterval(extender.timer);
-      if (!extender.lost) await this.options.locks.release(lease).catch(() => undefined);
+      if (!released && !extender.lost) await this.options.locks.release(lease).catch(() => undefined);
     }
+  }
+
+  /** Re-enqueue a job whose run is busy elsewhere, after the snooze delay plus jitter. */
+  private async snooze(job: ReactorJob): Promise<void> {
+    const base = this.options.snoozeDelayMs ?? 5_000;
+    const jitter = Math.floor(Math.random() * (this.options.snoozeJitterMs ?? base));
+    await this.requireDispatcher(job.reactorName).dispatch(
+      { ...job, snoozes: (job.snoozes ?? 0) + 1 },
+      { delayMs: base + jitter },
+    );
   }
 
   private startExtending(lease: Lease): { timer: NodeJS.Timeout; lost: boolean } {

@@ -22,6 +22,7 @@
     ARGV[8]  lease TTL (ms) to refresh the lease to; "0" leaves it alone
     ARGV[9]  createOnly: "1" or "0"
     ARGV[10] reopen: "1" lets a non-terminal state replace a terminal record
+    ARGV[11] releaseLease: "1" deletes the lease after writing (the run's final save)
 
   Output:
      1  written
@@ -62,7 +63,9 @@ else
   redis.call("ZADD", KEYS[3], score, ARGV[1])
 end
 
-if token ~= "" and leaseTtl > 0 then
+if token ~= "" and ARGV[11] == "1" then
+  redis.call("DEL", KEYS[2])
+elseif token ~= "" and leaseTtl > 0 then
   redis.call("PEXPIRE", KEYS[2], leaseTtl)
 end
 return 1

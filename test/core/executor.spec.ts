@@ -417,7 +417,7 @@ describe('executor: retries', () => {
 });
 
 describe('executor: durability hooks', () => {
-  it('saves the run after every step', async () => {
+  it('saves the run after every step, the last one with the final save', async () => {
     const { engine, saves } = createHarness();
     const def = defineReactor(
       'saves',
@@ -429,8 +429,8 @@ describe('executor: durability hooks', () => {
       { maxConcurrency: 1 },
     );
     await engine.run(def, {});
-    // create, running, one checkpoint per step, terminal.
-    expect(saves).toEqual(['pending', 'running', 'running', 'running', 'running', 'completed']);
+    // Created running (with the lease), a checkpoint per step, the last step's result in the final save.
+    expect(saves).toEqual(['running:', 'running:a', 'running:a,b', 'completed:a,b,c']);
   });
 
   it('hands the whole run to a worker with background: { all: true } and wait() sees it finish', async () => {

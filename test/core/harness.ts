@@ -14,10 +14,11 @@ export function createHarness(options: Partial<ReactorEngineOptions> = {}) {
   const saves: string[] = [];
   const counting: ReactorStorage = {
     save: (state, opts) => {
-      saves.push(state.status);
+      saves.push(`${state.status}:${state.completed.join(',')}`);
       return storage.save(state, opts);
     },
     load: (id) => storage.load(id),
+    acquireAndLoad: (id, lease, ttl) => storage.acquireAndLoad(id, lease, ttl),
     listActive: (limit) => storage.listActive(limit),
     markBroken: (id, name, reason) => storage.markBroken(id, name, reason),
   };

@@ -32,7 +32,7 @@ import { ArgumentResolutionError } from '../errors/argument-resolution.error';
 import { InputValidationError } from '../errors/input-validation.error';
 import { UnexpectedResultError } from '../errors/step.error';
 import { ReactorError } from '../errors/reactor.error';
-import { LeaseLostError } from '../errors/run-state.error';
+import { ContextTooLargeError, LeaseLostError } from '../errors/run-state.error';
 import type { ReactorDefinition, StepDefinition } from '../definition/definition';
 import { applyOps, type ArgSource } from '../definition/ref';
 import type { StepContext, StepHandler } from '../definition/step';
@@ -162,6 +162,8 @@ function brokenFailure(state: RunState): RunFailure {
 /** Runs (or resumes) one run of a reactor. */
 export class RunExecution {
   private lastCheckpoint = 0;
+  /** Errors of failing steps in this process, handed to `compensate` as they were thrown. */
+  private readonly liveErrors = new Map<string, unknown>();
 
   /**
    * @param save saves the root run; a composed child saves through its parent.
@@ -175,21 +177,27 @@ export class RunExecution {
     private readonly root = true,
   ) {}
 
-  /** Save the root run through the storage port, fenced by the lease. */
+  /**
+   * Save the root run through the storage port, fenced by the lease. A `final` save ends this
+   * execution (terminal, hand-off, scheduled retry) and releases the lease in the same write.
+   */
   static saver(
     env: ExecutionEnv,
     rootState: RunState,
-    options: { reopen?: boolean } = {},
-  ): (terminal: boolean) => Promise<void> {
-    return async () => {
+    options: { reopen?: boolean; onRelease?: () => void } = {},
+  ): (final: boolean) => Promise<void> {
+    return async (final) => {
       rootState.updatedAt = env.clock.now();
+      const releaseLease = final && env.lease !== undefined;
       const written = await env.storage.save(rootState, {
         lease: env.lease,
         leaseTtlMs: env.leaseTtlMs,
         reopen: options.reopen,
+        releaseLease,
       });
       // Nothing written: the stored record is terminal, so this writer is stale and must stop.
       if (!written) throw new LeaseLostError(rootState.runId);
+      if (releaseLease) options.onRelease?.();
     };
   }
 
@@ -197,9 +205,14 @@ export class RunExecution {
   async execute(resumed: boolean): Promise<RunOutcome> {
     const { state } = this;
     await this.emit({ type: 'reactor.start', resumed });
+    if (state.status === 'rolling_back' && state.rollback) {
+      await this.finishRollback();
+      return this.finish();
+    }
+    const wasRunning = state.status === 'running';
     state.status = 'running';
     delete state.handoff;
-    await this.save(false);
+    if (!wasRunning) await this.save(false);
 
     const result = await this.loop();
     if (result.failures.length > 0) {
@@ -208,20 +221,35 @@ export class RunExecution {
       state.status = 'halted';
       state.halt = { step: result.halt.step.name, reason: result.halt.reason, details: result.halt.details };
       state.finishedAt = this.env.clock.now();
-      await this.save(true);
+      await this.save(this.root);
     } else if (result.handoff) {
       state.handoff = result.handoff.mode;
-      await this.save(false);
-      if (this.root && this.env.enqueueResume)
+      await this.save(this.root);
+      if (this.root && this.env.enqueueResume) {
         await this.env.enqueueResume(state.runId, state.reactorName, result.handoff.delayMs);
+      }
       return outcomeOf(state);
     } else {
       state.value = this.def.returns ? this.resolveSource(this.def.returns) : { ...state.results };
       state.status = 'completed';
       state.finishedAt = this.env.clock.now();
-      await this.save(true);
+      await this.save(this.root);
     }
-    const outcome = outcomeOf(state);
+    return this.finish();
+  }
+
+  /** Undo every completed step of a finished run (manual undo); the run ends `cancelled`. */
+  async undo(reason: string): Promise<RunOutcome> {
+    this.state.status = 'rolling_back';
+    this.state.rollback = { target: 'cancelled', compensate: [], failures: [] };
+    this.state.cancellation = { reason, rollbackFailures: [] };
+    await this.save(false);
+    await this.finishRollback();
+    return outcomeOf(this.state);
+  }
+
+  private async finish(): Promise<RunOutcome> {
+    const outcome = outcomeOf(this.state);
     if (outcome.status === 'failed') await this.emit({ type: 'reactor.fail', failure: outcome.failure });
     else await this.emit({ type: 'reactor.complete', outcome });
     return outcome;
@@ -289,7 +317,15 @@ export class RunExecution {
             handoff = { mode: { mode: 'after', step: name }, delayMs: 0 };
             this.trace({ type: 'handoff', step: name, detail: 'after' });
           }
-          await this.checkpoint();
+          // The last step needs no checkpoint of its own: the final save follows at once.
+          if (running.size === 0 && finished.size === def.steps.length) break;
+          try {
+            await this.checkpoint();
+          } catch (error) {
+            if (!(error instanceof ContextTooLargeError)) throw error;
+            failures.push(await this.tooLarge(settled, error));
+            finished.delete(name);
+          }
           break;
         }
         case 'halt':
@@ -517,23 +553,45 @@ export class RunExecution {
     return { kind: 'failure', step, failure, error, args, compensate };
   }
 
-  /** Compensate failing steps whose body started, undo completed steps newest first, mark failed. */
+  /**
+   * A step's result made the run too large to store. Take the step back off the run (undoing it
+   * at once, in memory, since its result cannot be saved) and fail it with the error.
+   */
+  private async tooLarge(
+    settled: Extract<StepResult, { kind: 'success' | 'skipped' }>,
+    error: ContextTooLargeError,
+  ): Promise<Extract<StepResult, { kind: 'failure' }>> {
+    const name = settled.step.name;
+    const { state } = this;
+    delete state.results[name];
+    state.completed = state.completed.filter((s) => s !== name);
+    const top = state.undoStack[state.undoStack.length - 1];
+    const undoFailures =
+      settled.kind === 'success' && top?.step === name ? await this.undoEntry(state.undoStack.pop()!) : [];
+    const result = this.failed(settled.step, error, settled.args, false) as Extract<StepResult, { kind: 'failure' }>;
+    result.failure.rollbackFailures.push(...undoFailures);
+    return result;
+  }
+
+  /**
+   * Compensate failing steps whose body started, then undo completed steps newest first, then
+   * mark the run failed. The plan is saved first (status `rolling_back`), so a worker finishes it
+   * if this process dies.
+   */
   private async rollback(failures: Array<Extract<StepResult, { kind: 'failure' }>>): Promise<void> {
     const { state } = this;
+    state.failure = failures[0].failure;
+    state.rollback = {
+      target: 'failed',
+      compensate: failures
+        .filter((f) => f.compensate)
+        .map((f) => ({ step: f.step.name, args: f.args, message: f.failure.errorMessage })),
+      failures: failures.flatMap((f) => f.failure.rollbackFailures),
+    };
+    for (const f of failures) if (f.compensate) this.liveErrors.set(f.step.name, f.error);
     state.status = 'rolling_back';
-    const rollbackFailures: RollbackFailure[] = [...failures.flatMap((f) => f.failure.rollbackFailures)];
-    for (const f of failures) {
-      if (f.compensate) {
-        const rf = await this.compensate(f.step, f.error, f.args);
-        if (rf) rollbackFailures.push(rf);
-      }
-    }
-    rollbackFailures.push(...(await this.undoAll()));
-    const first = failures[0];
-    state.failure = { ...first.failure, rollbackFailures };
-    state.status = 'failed';
-    state.finishedAt = this.env.clock.now();
-    await this.save(true);
+    await this.save(false);
+    await this.finishRollback();
     for (const f of failures) {
       await this.emitStep(f.step, {
         type: 'step.fail',
@@ -541,6 +599,32 @@ export class RunExecution {
         attempts: f.failure.attempts ?? 0,
       });
     }
+  }
+
+  /** Carry out (or resume) the saved rollback plan, then end in its target status. */
+  private async finishRollback(): Promise<void> {
+    const { state } = this;
+    const plan = state.rollback!;
+    while (plan.compensate.length > 0) {
+      const pending = plan.compensate[0];
+      const step = this.def.stepsByName.get(pending.step);
+      const error = this.liveErrors.get(pending.step) ?? new Error(pending.message);
+      const problem = step ? await this.compensate(step, error, pending.args) : undefined;
+      if (problem) plan.failures.push(problem);
+      plan.compensate.shift();
+      await this.save(false);
+    }
+    await this.undoAll();
+    if (plan.target === 'failed') {
+      state.failure = { ...state.failure!, rollbackFailures: plan.failures };
+      state.status = 'failed';
+    } else {
+      state.cancellation = { reason: state.cancellation?.reason ?? 'undo', rollbackFailures: plan.failures };
+      state.status = 'cancelled';
+    }
+    delete state.rollback;
+    state.finishedAt = this.env.clock.now();
+    await this.save(this.root);
   }
 
   private async compensate(
@@ -583,7 +667,9 @@ export class RunExecution {
     const { state } = this;
     while (state.undoStack.length > 0) {
       const entry = state.undoStack[state.undoStack.length - 1];
-      failures.push(...(await this.undoEntry(entry)));
+      const problems = await this.undoEntry(entry);
+      failures.push(...problems);
+      state.rollback?.failures.push(...problems);
       state.undoStack.pop();
       await this.save(false);
     }

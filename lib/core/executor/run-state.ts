@@ -67,6 +67,17 @@ export interface RunState {
   failure?: RunFailure;
   halt?: { step: string; reason: string; details?: unknown };
   cancellation?: { reason: string; rollbackFailures: RollbackFailure[] };
+  /**
+   * A rollback in progress (status `rolling_back`): saved before it starts and after each step of
+   * it, so a worker can finish it after a crash. `target` is the status it ends in.
+   */
+  rollback?: {
+    target: 'failed' | 'cancelled';
+    /** Failing steps still to compensate (their bodies had started). */
+    compensate: Array<{ step: string; args: Record<string, unknown>; message: string }>;
+    /** Undo and compensate failures so far. */
+    failures: RollbackFailure[];
+  };
   /** Where a background run resumes: set by hand-offs and retries that re-enqueue. */
   handoff?: { mode: 'all' | 'after' | 'before'; step?: string };
   /** A retry scheduled for a step in a worker: earliest time it may run. */

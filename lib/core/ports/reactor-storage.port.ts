@@ -20,7 +20,12 @@ export interface SaveOptions {
    * run becomes `rolling_back`, then `cancelled`); any other writer over a terminal record is stale.
    */
   reopen?: boolean;
+  /** With `lease`: release it in the same write (the run's final save). */
+  releaseLease?: boolean;
 }
+
+/** What {@link ReactorStorage.acquireAndLoad} found. */
+export type ClaimResult = { acquired: false } | { acquired: true; state: RunState | undefined };
 
 /** Why a run's record cannot be used; stored as the run's failure. */
 export interface BrokenReason {
@@ -47,6 +52,13 @@ export interface ReactorStorage {
    * that cannot be read (corrupt JSON, unknown schema version).
    */
   load(runId: string): Promise<RunState | undefined>;
+  /**
+   * Take the run's lease (`lease.key` is `run:<runId>`, `lease.token` the caller's random token)
+   * for `ttlMs` and, if taken, read the run: lock, then load, in one round trip. Not acquired
+   * means another process holds the run. Throws `CorruptRecordError` (after acquiring) for a
+   * record that cannot be read; the caller holds the token and releases it.
+   */
+  acquireAndLoad(runId: string, lease: Lease, ttlMs: number): Promise<ClaimResult>;
   /** Ids of non-terminal runs (running, rolling back, pending), oldest update first, up to `limit`. */
   listActive(limit: number): Promise<string[]>;
   /**

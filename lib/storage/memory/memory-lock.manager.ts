@@ -22,10 +22,14 @@ export class MemoryLockManager implements LockManager {
   /** @param clock source of time for expiry. @default systemClock */
   constructor(readonly clock: Clock = systemClock) {}
 
-  async acquire(key: string, ttlMs: number): Promise<Lease | null> {
+  async acquire(key: string, ttlMs: number, token: string = randomUUID()): Promise<Lease | null> {
+    return this.take(key, ttlMs, token);
+  }
+
+  /** Synchronous {@link acquire}, for {@link MemoryReactorStorage.acquireAndLoad}. */
+  take(key: string, ttlMs: number, token: string): Lease | null {
     const ttl = normalizeTtlMs(ttlMs);
     if (this.current(key)) return null;
-    const token = randomUUID();
     this.leases.set(key, { token, expiresAt: this.clock.now() + ttl });
     return { key, token };
   }

@@ -1,6 +1,6 @@
 import { ReactorError } from '../../core/errors';
 import { isTerminal, type RunState, type RunStatus } from '../../core/executor/run-state';
-import { systemClock, type Clock, type ReactorStorage } from '../../core/ports';
+import { systemClock, type ClaimResult, type Clock, type Lease, type ReactorStorage } from '../../core/ports';
 import {
   brokenRunState,
   decodeRunState,
@@ -82,6 +82,17 @@ export class MemoryReactorStorage implements ReactorStorage {
     return stored ? decodeRunState(runId, stored.json) : undefined;
   }
 
+  async acquireAndLoad(runId: string, lease: Lease, ttlMs: number): Promise<ClaimResult> {
+    if (!this.locks) {
+      throw new ReactorError(
+        'INTERNAL',
+        `MemoryReactorStorage cannot lease run '${runId}': it was created without a lock manager.`,
+      );
+    }
+    if (!this.locks.take(lease.key, ttlMs, lease.token)) return { acquired: false };
+    return { acquired: true, state: await this.load(runId) };
+  }
+
   async listActive(limit: number): Promise<string[]> {
     if (!(limit > 0)) return [];
     const active: Array<[string, number]> = [];
@@ -143,7 +154,8 @@ export class MemoryReactorStorage implements ReactorStorage {
       return CheckpointResult.TerminalKept;
     }
     this.runs.set(state.runId, { json, status: state.status, terminal, updatedAt: state.updatedAt, broken: false });
-    if (lease && options.leaseTtlMs !== undefined) this.locks?.refresh(lease, options.leaseTtlMs);
+    if (lease && options.releaseLease) void this.locks?.release(lease);
+    else if (lease && options.leaseTtlMs !== undefined) this.locks?.refresh(lease, options.leaseTtlMs);
     return CheckpointResult.Written;
   }
 }

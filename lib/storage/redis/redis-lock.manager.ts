@@ -32,9 +32,8 @@ export class RedisLockManager implements LockManager {
     defineScripts(redis);
   }
 
-  async acquire(key: string, ttlMs: number): Promise<Lease | null> {
+  async acquire(key: string, ttlMs: number, token: string = randomUUID()): Promise<Lease | null> {
     const ttl = normalizeTtlMs(ttlMs);
-    const token = randomUUID();
     const reply = await this.redis.set(this.keys.physicalLeaseKey(key), token, 'PX', ttl, 'NX');
     return reply === 'OK' ? { key, token } : null;
   }

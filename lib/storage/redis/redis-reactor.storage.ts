@@ -1,6 +1,6 @@
 import { CorruptRecordError } from '../../core/errors';
 import { isTerminal, type RunState } from '../../core/executor/run-state';
-import { systemClock, type Clock, type ReactorStorage } from '../../core/ports';
+import { systemClock, type ClaimResult, type Clock, type Lease, type ReactorStorage } from '../../core/ports';
 import { normalizeTtlMs } from '../lease-ttl';
 import {
   brokenRunState,
@@ -12,7 +12,7 @@ import {
 } from '../run-state.codec';
 import { CheckpointResult, isErrorCode, storageError } from '../storage-error-codes';
 import type { RedisKeys } from './redis.keys';
-import { defineScripts, runIntegerScript, type RedisConnection } from './redis-scripts';
+import { defineScripts, runIntegerScript, runScript, type RedisConnection } from './redis-scripts';
 
 /** Default retention of a run record: 24 hours, re-stamped on every write. */
 export const DEFAULT_CONTEXT_TTL_MS = 24 * 60 * 60 * 1000;
@@ -97,6 +97,7 @@ export class RedisReactorStorage implements ReactorStorage {
         leaseTtl,
         options.createOnly ? '1' : '0',
         options.reopen ? '1' : '0',
+        options.releaseLease ? '1' : '0',
       ],
     );
     if (isErrorCode(result)) throw storageError(result, { runId, operation: 'save (checkpoint-3.lua)' });
@@ -122,6 +123,24 @@ export class RedisReactorStorage implements ReactorStorage {
     );
     if (missing === 1) return undefined;
     throw new CorruptRecordError(`Stored record of run '${runId}' has no 'state' field.`, runId);
+  }
+
+  /** Lock, then load, in one round trip (`acquireAndLoad-2.lua`). */
+  async acquireAndLoad(runId: string, lease: Lease, ttlMs: number): Promise<ClaimResult> {
+    const ttl = normalizeTtlMs(ttlMs, 'ttlMs');
+    const reply = (await runScript(
+      this.redis,
+      'acquireAndLoad',
+      [this.keys.physicalLeaseKey(lease.key), this.keys.runKey(runId)],
+      [lease.token, ttl],
+    )) as number | [number, string?];
+    if (typeof reply === 'number')
+      throw storageError(reply, { runId, operation: 'acquireAndLoad (acquireAndLoad-2.lua)' });
+    if (reply[0] !== 1) return { acquired: false };
+    return {
+      acquired: true,
+      state: reply[1] === undefined || reply[1] === null ? undefined : decodeRunState(runId, reply[1]),
+    };
   }
 
   /** Non-terminal runs, oldest `updatedAt` first (ties by id), merged across all shards. */

@@ -15,6 +15,7 @@ export const SCRIPT_FILES = {
   forgetIfMissing: 'forgetIfMissing-2.lua',
   extendLease: 'extendLease-1.lua',
   releaseLease: 'releaseLease-1.lua',
+  acquireAndLoad: 'acquireAndLoad-2.lua',
 } as const;
 
 /** Name of a bundled script. */
