@@ -1,0 +1,217 @@
+import { defineReactor, type ReactorBuilder } from '../../lib/core/definition/builder';
+import { runLeaseKey } from '../../lib/core/engine';
+import type { JobDispatcher, ReactorJob } from '../../lib/core/ports/job-dispatcher.port';
+import { failure, success } from '../../lib/core/results/step-outcome';
+import { createMemoryAdapters } from '../../lib/storage/memory';
+import { createHarness } from './harness';
+
+/** A dispatcher that only records what it was asked to do. */
+function recordingDispatcher() {
+  const jobs: Array<{ job: ReactorJob; delayMs?: number }> = [];
+  const dispatcher: JobDispatcher = {
+    dispatch: async (job, options) => {
+      jobs.push({ job, delayMs: options?.delayMs });
+    },
+  };
+  return { dispatcher, jobs };
+}
+
+const twoSteps = (log: string[]) =>
+  defineReactor(
+    'two',
+    (r: ReactorBuilder<object>) => {
+      const a = r.step('a', { run: () => (log.push('run:a'), success('A')), undo: () => log.push('undo:a') }, {});
+      r.step(
+        'b',
+        { run: () => (log.push('run:b'), success('B')), undo: () => log.push('undo:b') },
+        {},
+        { waitFor: [a] },
+      );
+    },
+    { maxConcurrency: 1 },
+  );
+
+describe('durability: workers', () => {
+  it('retries in a worker by re-enqueueing with the backoff delay, never sleeping in the job', async () => {
+    const { engine, recorder, dispatcher } = createHarness();
+    let calls = 0;
+    const def = defineReactor(
+      'bg-retry',
+      (r: ReactorBuilder<object>) =>
+        r.step(
+          'flaky',
+          () => (++calls < 3 ? failure('busy') : success(calls)),
+          {},
+          {
+            retries: { maxAttempts: 3, baseDelayMs: 100 },
+          },
+        ),
+      { background: { all: true } },
+    );
+    const started = await engine.run(def, {});
+    const done = await engine.wait(started.runId, { timeoutMs: 5000 });
+    await dispatcher.idle();
+    expect(done.status === 'completed' && done.value).toBe(3);
+    expect(done.attempts).toEqual({ flaky: 3 });
+    // Each attempt was its own delivery of the run: three executions, two retries scheduled.
+    expect(recorder.sequence(['reactor.start', 'step.retry'])).toEqual([
+      'reactor.start',
+      'step.retry:flaky',
+      'reactor.start',
+      'step.retry:flaky',
+      'reactor.start',
+    ]);
+    expect(done.trace.filter((t) => t.type === 'retry').map((t) => t.delayMs)).toEqual([100, 200]);
+  });
+
+  it('re-enqueues a delivery that comes before a scheduled retry is due', async () => {
+    const { dispatcher, jobs } = recordingDispatcher();
+    const { engine, clock } = createHarness({ dispatcher });
+    const def = defineReactor('early', (r: ReactorBuilder<object>) =>
+      r.step('x', () => failure('later'), {}, { retries: { maxAttempts: 2, baseDelayMs: 1000 } }),
+    );
+    engine.register(def);
+    const runId = (await engine.start(def, {})).runId;
+    await engine.handleJob(jobs[0].job);
+    expect(jobs[1]).toEqual({ job: { kind: 'resume', runId, reactorName: 'early' }, delayMs: 1000 });
+    clock.advance(400);
+    await engine.handleJob(jobs[1].job);
+    expect(jobs[2].delayMs).toBe(600);
+    expect((await engine.get(runId))?.attempts).toEqual({ x: 1 });
+  });
+
+  it('snoozes a delivery of a run that another process holds, touching nothing', async () => {
+    const { dispatcher, jobs } = recordingDispatcher();
+    const { engine, locks, storage } = createHarness({ dispatcher, snoozeDelayMs: 5000, snoozeJitterMs: 1000 });
+    const def = twoSteps([]);
+    const runId = (await engine.start(def, {})).runId;
+    const before = await storage.load(runId);
+    const held = await locks.acquire(runLeaseKey(runId), 60_000);
+    expect(held).not.toBeNull();
+    await engine.handleJob(jobs[0].job);
+    expect(jobs[1].job).toEqual({ ...jobs[0].job, snoozes: 1 });
+    expect(jobs[1].delayMs).toBeGreaterThanOrEqual(5000);
+    expect(jobs[1].delayMs).toBeLessThan(6000);
+    expect(await storage.load(runId)).toEqual(before);
+  });
+
+  it('finishes a rollback that a crashed process left half done', async () => {
+    const log: string[] = [];
+    const { engine, storage, dispatcher } = createHarness();
+    const def = twoSteps(log);
+    const done = await engine.run(def, {});
+    // The state a process leaves when it dies after undoing 'b' during a rollback.
+    const state = (await storage.load(done.runId))!;
+    state.status = 'rolling_back';
+    state.failure = {
+      ...(state.failure ?? {}),
+      message: 'c failed',
+      code: 'STEP_FAILED',
+      reactorName: 'two',
+      stepName: 'c',
+      exceptionClass: 'Error',
+      errorMessage: 'c failed',
+      retryable: true,
+      inputs: {},
+      rollbackFailures: [],
+    };
+    state.rollback = { target: 'failed', compensate: [], failures: [] };
+    state.undoStack = state.undoStack.filter((e) => e.step === 'a');
+    await storage.save(state, { reopen: true });
+    log.length = 0;
+    expect(await engine.recoverStalled({ graceMs: 0 })).toBe(1);
+    const outcome = await engine.wait(done.runId, { timeoutMs: 5000 });
+    await dispatcher.idle();
+    expect(log).toEqual(['undo:a']);
+    expect(outcome.status === 'failed' && outcome.failure.stepName).toBe('c');
+  });
+});
+
+describe('durability: sweeper', () => {
+  it('re-enqueues running runs with no lease past the grace period, and skips held or fresh ones', async () => {
+    const { dispatcher, jobs } = recordingDispatcher();
+    const { engine, locks, clock } = createHarness({ dispatcher });
+    const def = twoSteps([]);
+    const stale = (await engine.start(def, {})).runId;
+    const held = (await engine.start(def, {})).runId;
+    await locks.acquire(runLeaseKey(held), 120_000);
+    clock.advance(61_000);
+    const fresh = (await engine.start(def, {})).runId;
+    jobs.length = 0;
+    expect(await engine.recoverStalled({ graceMs: 60_000 })).toBe(1);
+    expect(jobs.map((j) => j.job.runId)).toEqual([stale]);
+    expect(fresh).not.toBe(stale);
+  });
+});
+
+describe('durability: records that cannot be used', () => {
+  it('fails a run whose reactor is unknown, once, without throwing', async () => {
+    const { dispatcher, jobs } = recordingDispatcher();
+    const { engine, storage, locks } = createHarness({ dispatcher });
+    const runId = (await engine.start(twoSteps([]), {})).runId;
+    // Another process that has not registered the reactor.
+    const { engine: other } = createHarness({ dispatcher, storage, locks });
+    await other.handleJob(jobs[0].job);
+    const view = await engine.get(runId);
+    expect(view?.status).toBe('failed');
+    expect(view?.failure?.code).toBe('UNKNOWN_REACTOR');
+  });
+
+  it('fails a run whose stored record is corrupt, once, and a definition change too', async () => {
+    const clockless = createMemoryAdapters();
+    const { dispatcher, jobs } = recordingDispatcher();
+    const { engine } = createHarness({ dispatcher, storage: clockless.storage, locks: clockless.locks });
+    const def = twoSteps([]);
+    const runId = (await engine.start(def, {})).runId;
+    clockless.storage.writeRaw(runId, '{not json');
+    await engine.handleJob(jobs[0].job);
+    const view = await engine.get(runId);
+    expect(view?.status).toBe('failed');
+    expect(view?.failure?.code).toBe('CORRUPT_RECORD');
+
+    const changed = (await engine.start(def, {})).runId;
+    const state = (await clockless.storage.load(changed))!;
+    state.definitionHash = 'older-shape';
+    await clockless.storage.save(state);
+    await engine.handleJob({ kind: 'resume', runId: changed, reactorName: 'two' });
+    expect((await engine.get(changed))?.failure?.code).toBe('DEFINITION_CHANGED');
+  });
+
+  it('fails a run with CONTEXT_TOO_LARGE instead of storing a huge result, undoing that step', async () => {
+    const small = createMemoryAdapters(undefined, { maxContextBytes: 4_000 });
+    const { engine } = createHarness({ storage: small.storage, locks: small.locks });
+    const log: string[] = [];
+    const def = defineReactor('big', (r: ReactorBuilder<object>) => {
+      const a = r.step('a', { run: () => success('x'.repeat(10_000)), undo: () => log.push('undo:a') }, {});
+      r.step('b', () => (log.push('run:b'), success(1)), {}, { waitFor: [a] });
+    });
+    const outcome = await engine.run(def, {});
+    expect(log).toEqual(['undo:a']);
+    expect(outcome.status === 'failed' && outcome.failure).toMatchObject({ code: 'CONTEXT_TOO_LARGE', stepName: 'a' });
+    const stored = await engine.get(outcome.runId);
+    expect(stored?.status).toBe('failed');
+    expect(stored?.results).toEqual({});
+  });
+
+  it('marks a run failed when its job retries are exhausted, and never a finished one', async () => {
+    const { dispatcher } = recordingDispatcher();
+    const { engine } = createHarness({ dispatcher });
+    const def = twoSteps([]);
+    const stuck = (await engine.start(def, {})).runId;
+    await engine.failRun(stuck, {
+      code: 'JOB_RETRIES_EXHAUSTED',
+      message: 'redis went away',
+      exceptionClass: 'MaxRetriesPerRequestError',
+    });
+    expect((await engine.get(stuck))?.failure).toMatchObject({
+      code: 'JOB_RETRIES_EXHAUSTED',
+      errorMessage: 'redis went away',
+    });
+    const finished = await engine.run(
+      defineReactor('fine', (r: ReactorBuilder<object>) => r.step('a', () => success(1), {})),
+      {},
+    );
+    await engine.failRun(finished.runId, { code: 'JOB_RETRIES_EXHAUSTED', message: 'late' });
+    expect((await engine.get(finished.runId))?.status).toBe('completed');
+  });
+});
