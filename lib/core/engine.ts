@@ -22,6 +22,9 @@ import { systemClock, type Clock } from './ports/clock.port';
 import type { JobDispatcher, ReactorJob } from './ports/job-dispatcher.port';
 import type { Lease, LockManager } from './ports/lock-manager.port';
 import type { ClaimResult, ReactorStorage } from './ports/reactor-storage.port';
+import type { ElementRecord, MapProgress, MapStore } from './ports/map-store.port';
+import { elementLeaseKey, elementRunId } from './map/map-keys';
+import { hydrateMapValue, recordOf, rollbackStateOf } from './map/map-runner';
 import { ConstructingStepResolver, type StepResolver } from './ports/step-resolver.port';
 import type { RollbackFailure, RunFailure, RunOutcome } from './results/run-outcome';
 import { describeFieldErrors, validateReactorInputs } from './validation/validate';
@@ -39,6 +42,8 @@ export interface ReactorEngineOptions {
   locks: LockManager;
   /** Needed for background runs and retries in workers. */
   dispatcher?: JobDispatcher;
+  /** Storage of fan-out maps; without it (or a dispatcher) maps run inline. */
+  maps?: MapStore;
   /** @default systemClock */
   clock?: Clock;
   /** @default constructs each step class once */
@@ -84,11 +89,29 @@ export interface RunView {
   createdAt: number;
   updatedAt: number;
   finishedAt?: number;
+  /** Progress of each map step: total, succeeded, failed, in flight (`dispatched - settled`). */
+  maps: Record<string, MapProgress>;
   /** The outcome a caller would see. */
   outcome: RunOutcome;
 }
 
+function inlineProgress(records: ElementRecord[]): MapProgress {
+  const count = (status: ElementRecord['status']) => records.filter((r) => r?.status === status).length;
+  return {
+    total: records.length,
+    dispatched: records.length,
+    settled: records.length,
+    succeeded: count('completed'),
+    failed: count('failed'),
+    halted: count('halted'),
+    skipped: count('skipped'),
+    done: true,
+  };
+}
+
 const RUN_LEASE_PREFIX = 'run:';
+/** How many times an element rollback waits for a still-running duplicate of the element. */
+const ELEMENT_ROLLBACK_SNOOZES = 20;
 
 /** The lease key of a run (shared by executions, undo and the sweeper). */
 export function runLeaseKey(runId: string): string {
@@ -130,6 +153,9 @@ export class ReactorEngine {
       );
     }
     this.definitions.set(def.name, def);
+    for (const step of def.steps) {
+      if (step.handler.kind === 'map' && step.handler.map.inlineElement) this.register(step.handler.map.inlineElement);
+    }
   }
 
   /**
@@ -139,6 +165,14 @@ export class ReactorEngine {
   validate(): void {
     for (const def of this.definitions.values()) {
       for (const step of def.steps) {
+        if (step.handler.kind === 'map' && !this.definitions.has(step.handler.map.elementReactor)) {
+          throw new DefinitionError(
+            `Reactor '${def.name}': map step '${step.name}' maps reactor '${step.handler.map.elementReactor}', which is not registered. ` +
+              `Registered: ${[...this.definitions.keys()].join(', ')}.`,
+            def.name,
+            step.name,
+          );
+        }
         if (step.handler.kind !== 'compose') continue;
         if (!this.definitions.has(step.handler.reactorName)) {
           throw new DefinitionError(
@@ -211,7 +245,7 @@ export class ReactorEngine {
   /** The run with this id as shown to people, or undefined when there is none. */
   async get(runId: string): Promise<RunView | undefined> {
     const state = await this.options.storage.load(runId);
-    return state ? this.view(state) : undefined;
+    return state ? await this.view(state) : undefined;
   }
 
   /**
@@ -228,7 +262,7 @@ export class ReactorEngine {
     for (;;) {
       const state = await this.options.storage.load(runId);
       if (!state) throw new RunNotFoundError(runId);
-      if (isTerminal(state.status) || state.status === 'paused') return outcomeOf<O>(state);
+      if (isTerminal(state.status) || state.status === 'paused') return this.outcome<O>(state);
       const left = deadline - Date.now();
       if (left <= 0) throw new WaitTimeoutError(runId, timeoutMs);
       await this.sleepOrWake(runId, Math.min(pollMs, left));
@@ -261,7 +295,7 @@ export class ReactorEngine {
         );
       }
       const def = this.definition(state.reactorName);
-      const env = this.env('caller', lease);
+      const env = this.env('caller', lease, { runId: state.runId, reactorName: def.name });
       const save = RunExecution.saver(env, state, { reopen: true, onRelease: () => (released = true) });
       const outcome = await new RunExecution(def, state, env, save).undo('undo');
       this.notify(runId);
@@ -277,8 +311,10 @@ export class ReactorEngine {
    * normally, so the job is not retried.
    */
   async handleJob(job: ReactorJob): Promise<void> {
+    if (job.kind === 'map-element') return this.handleElement(job);
+    if (job.kind === 'map-rollback') return this.handleElementRollback(job);
     if (job.kind !== 'resume') {
-      throw new ReactorError('INTERNAL', `Job kind '${job.kind}' is not handled by this engine yet.`);
+      throw new ReactorError('INTERNAL', `Job kind '${job.kind}' is not handled by this engine.`);
     }
     let def: ReactorDefinition;
     try {
@@ -483,11 +519,11 @@ export class ReactorEngine {
     const extender = this.startExtending(lease);
     let released = false;
     try {
-      const env = this.env(mode, lease);
+      const env = this.env(mode, lease, { runId: state.runId, reactorName: def.name });
       const save = RunExecution.saver(env, state, { onRelease: () => (released = true) });
       const outcome = await new RunExecution(def, state, env, save).execute(resumed);
       if (outcome.status !== 'dispatched') this.notify(state.runId);
-      return outcome;
+      return outcome.status === 'completed' ? this.outcome(state) : outcome;
     } catch (error) {
       if (error instanceof ContextTooLargeError) {
         // Even the failure cannot be stored at full size: keep a minimal failed record.
@@ -518,6 +554,225 @@ export class ReactorEngine {
     );
   }
 
+  /** Run one element of a fan-out map (a `map-element` job). */
+  private async handleElement(job: ReactorJob): Promise<void> {
+    const maps = this.requireMaps();
+    const mapId = job.mapId!;
+    const index = job.index!;
+    const meta = await maps.meta(mapId);
+    if (!meta) return; // expired or never created: nothing to do
+    const def = this.definition(meta.elementReactor);
+    const lease: Lease = { key: elementLeaseKey(mapId, index), token: randomUUID() };
+    const claim = await maps.claimElement(mapId, index, lease, this.leaseTtlMs);
+    if (!claim.acquired || claim.done) return; // a duplicate delivery: the live one settles it
+    let record: ElementRecord | undefined;
+    let kept: RunState | undefined;
+    let state: RunState | undefined = claim.state;
+    if (claim.skip) {
+      record = { status: 'skipped' };
+    } else if (!state) {
+      const { inputs, errors } = await validateReactorInputs(def.inputs, claim.input);
+      if (Object.keys(errors).length > 0) {
+        const message = `Reactor '${meta.ownerReactor}' map '${meta.step}' element ${index}: input validation failed: ${describeFieldErrors(errors)}`;
+        record = {
+          status: 'failed',
+          failure: {
+            message,
+            code: 'INPUT_VALIDATION',
+            reactorName: def.name,
+            exceptionClass: 'InputValidationError',
+            errorMessage: message,
+            retryable: false,
+            inputs: redactInputs(def, inputs),
+            fieldErrors: errors,
+            rollbackFailures: [],
+          },
+        };
+      } else {
+        state = newRunState(def, elementRunId(mapId, index), inputs, this.clock.now());
+        state.status = 'running';
+      }
+    }
+    if (!record && state) {
+      const due = state.retryAt ? Math.max(...Object.values(state.retryAt)) - this.clock.now() : 0;
+      if (due > 0) {
+        await this.options.locks.release(lease).catch(() => undefined);
+        await this.requireDispatcher(def.name).dispatch(job, { delayMs: due });
+        return;
+      }
+      const extender = this.startExtending(lease);
+      try {
+        const elementState = state;
+        const env: ExecutionEnv = {
+          ...this.env('worker', lease, { runId: meta.ownerRunId, reactorName: meta.ownerReactor }),
+          inElement: true,
+          enqueueResume: (_runId, _reactorName, delayMs) => this.requireDispatcher(def.name).dispatch(job, { delayMs }),
+        };
+        // Checkpoints of an element go to the map's element state; its final record is written by settle.
+        const save = async (final: boolean) => {
+          if (final && isTerminal(elementState.status)) return;
+          elementState.updatedAt = this.clock.now();
+          await maps.putElementState(mapId, index, elementState, lease);
+          if (final) await this.options.locks.release(lease).catch(() => undefined);
+        };
+        const execution = new RunExecution(def, elementState, env, save, false);
+        const outcome = await execution.execute(claim.state !== undefined);
+        if (outcome.status === 'dispatched') return; // a retry was scheduled
+        record = recordOf(outcome);
+        kept = record.status === 'completed' ? rollbackStateOf(elementState, execution) : undefined;
+      } finally {
+        clearInterval(extender.timer);
+      }
+    }
+    const settled = await maps.settleElement(mapId, index, record!, kept, lease);
+    await this.dispatchMapJobs(meta.ownerRunId, meta.ownerReactor, mapId, settled.next, 'map-element');
+    if (settled.signalOwner)
+      await this.requireDispatcher(meta.ownerReactor).dispatch({
+        kind: 'resume',
+        runId: meta.ownerRunId,
+        reactorName: meta.ownerReactor,
+      });
+  }
+
+  /** Undo one completed element of a fan-out map that is rolling back (a `map-rollback` job). */
+  private async handleElementRollback(job: ReactorJob): Promise<void> {
+    const maps = this.requireMaps();
+    const mapId = job.mapId!;
+    const index = job.index!;
+    const meta = await maps.meta(mapId);
+    if (!meta) return;
+    const tag = (failures: RollbackFailure[]) =>
+      failures.map((f) => ({ ...f, mapStep: meta.step, elementIndex: index }));
+    let failures: RollbackFailure[];
+    const lease = await this.options.locks.acquire(elementLeaseKey(mapId, index), this.leaseTtlMs);
+    if (!lease) {
+      // A duplicate of the element is still running: wait for it, a bounded number of times.
+      if ((job.snoozes ?? 0) < ELEMENT_ROLLBACK_SNOOZES) {
+        await this.snooze(job);
+        return;
+      }
+      failures = tag([
+        {
+          step: meta.step,
+          kind: 'undo',
+          reason: 'elementInFlight',
+          message: `element ${index} was still running when the map rolled back`,
+          reactorName: meta.ownerReactor,
+        },
+      ]);
+    } else {
+      const state = await maps.elementState(mapId, index);
+      if (!state) {
+        failures = tag([
+          {
+            step: meta.step,
+            kind: 'undo',
+            reason: 'contextUnavailable',
+            message: `the state of element ${index} is no longer stored (contextTtl)`,
+            reactorName: meta.ownerReactor,
+          },
+        ]);
+      } else {
+        const def = this.definition(meta.elementReactor);
+        const env: ExecutionEnv = {
+          ...this.env('worker', lease, { runId: meta.ownerRunId, reactorName: meta.ownerReactor }),
+          inElement: true,
+        };
+        const save = async () => maps.putElementState(mapId, index, state, lease);
+        failures = tag(await new RunExecution(def, state, env, save, false).undoAll());
+      }
+    }
+    const settled = await maps.settleRollback(mapId, index, failures, lease ?? undefined);
+    await this.dispatchMapJobs(meta.ownerRunId, meta.ownerReactor, mapId, settled.next, 'map-rollback');
+    if (settled.signalOwner)
+      await this.requireDispatcher(meta.ownerReactor).dispatch({
+        kind: 'resume',
+        runId: meta.ownerRunId,
+        reactorName: meta.ownerReactor,
+      });
+  }
+
+  private async dispatchMapJobs(
+    ownerRunId: string,
+    ownerReactor: string,
+    mapId: string,
+    indices: number[],
+    kind: 'map-element' | 'map-rollback',
+  ): Promise<void> {
+    if (indices.length === 0) return;
+    await this.dispatchAll(
+      indices.map((index) => ({ kind, runId: ownerRunId, reactorName: ownerReactor, mapId, index })),
+    );
+  }
+
+  private async dispatchAll(jobs: ReactorJob[], delayMs?: number): Promise<void> {
+    const dispatcher = this.requireDispatcher(jobs[0]?.reactorName ?? '(map)');
+    if (dispatcher.dispatchMany) await dispatcher.dispatchMany(jobs, { delayMs });
+    else for (const job of jobs) await dispatcher.dispatch(job, { delayMs });
+  }
+
+  /**
+   * Recover fan-out maps (reading the index of open maps, never the keyspace): re-dispatch
+   * elements that were dispatched but have no record and no live lease, refill a dispatch window
+   * whose continuation was lost, re-dispatch lost element rollback jobs, and resume an owner whose
+   * completion signal was lost. Returns how many maps needed something.
+   */
+  async recoverMaps(options: { limit?: number; graceMs?: number } = {}): Promise<number> {
+    const maps = this.options.maps;
+    if (!maps || !this.options.dispatcher) return 0;
+    const graceMs = options.graceMs ?? this.leaseTtlMs;
+    let touched = 0;
+    for (const mapId of await maps.listOpen(options.limit ?? 1000)) {
+      try {
+        const meta = await maps.meta(mapId);
+        if (!meta) continue;
+        const progress = await maps.progress(mapId);
+        const rollback = await maps.rollbackProgress(mapId);
+        let acted = false;
+        if (rollback && rollback.reported < rollback.total) {
+          const lost = await maps.stalledRollback(mapId, meta.batchSize);
+          await this.dispatchMapJobs(meta.ownerRunId, meta.ownerReactor, mapId, lost, 'map-rollback');
+          acted = lost.length > 0;
+        } else if (!progress.done) {
+          const lost = await maps.stalled(mapId, meta.batchSize);
+          const inFlight = progress.dispatched - progress.settled;
+          const refill =
+            inFlight - lost.length < meta.batchSize
+              ? await maps.reserve(mapId, meta.batchSize - (inFlight - lost.length))
+              : [];
+          await this.dispatchMapJobs(meta.ownerRunId, meta.ownerReactor, mapId, [...lost, ...refill], 'map-element');
+          acted = lost.length + refill.length > 0;
+        }
+        if (!acted && (progress.done || (rollback && rollback.reported >= rollback.total))) {
+          // Done, but the owner has not adopted it: its signal (or its resume job) was lost.
+          const owner = await this.options.storage.load(meta.ownerRunId);
+          const idle =
+            owner &&
+            ['running', 'rolling_back'].includes(owner.status) &&
+            this.clock.now() - owner.updatedAt >= graceMs;
+          if (idle && !(await this.options.locks.isHeld(runLeaseKey(meta.ownerRunId)))) {
+            await this.requireDispatcher(meta.ownerReactor).dispatch({
+              kind: 'resume',
+              runId: meta.ownerRunId,
+              reactorName: meta.ownerReactor,
+            });
+            acted = true;
+          }
+        }
+        if (acted) touched++;
+      } catch (error) {
+        this.logger.warn(`Map sweeper skipped map '${mapId}': ${(error as Error)?.message ?? String(error)}`);
+      }
+    }
+    return touched;
+  }
+
+  private requireMaps(): MapStore {
+    if (!this.options.maps)
+      throw new ReactorError('INTERNAL', 'Fan-out maps need a map store, and none is configured.');
+    return this.options.maps;
+  }
+
   private startExtending(lease: Lease): { timer: NodeJS.Timeout; lost: boolean } {
     const handle = {
       lost: false,
@@ -537,9 +792,12 @@ export class ReactorEngine {
     return handle;
   }
 
-  private env(mode: 'caller' | 'worker', lease: Lease): ExecutionEnv {
+  private env(mode: 'caller' | 'worker', lease: Lease, owner?: { runId: string; reactorName: string }): ExecutionEnv {
     const dispatcher = this.options.dispatcher;
     return {
+      owner,
+      maps: this.options.maps,
+      dispatch: dispatcher ? (jobs, delayMs) => this.dispatchAll(jobs, delayMs) : undefined,
       storage: this.options.storage,
       clock: this.clock,
       middleware: this.middleware,
@@ -571,11 +829,23 @@ export class ReactorEngine {
     return this.options.dispatcher;
   }
 
-  private view(state: RunState): RunView {
+  private async view(state: RunState): Promise<RunView> {
     const def = this.definitions.get(state.reactorName);
     const inputs = def
       ? redactInputs(def, state.inputs)
       : Object.fromEntries(Object.keys(state.inputs).map((k) => [k, REDACTED]));
+    const children: Record<string, RunView> = {};
+    for (const [k, child] of Object.entries(state.children)) children[k] = await this.view(child);
+    const maps: Record<string, MapProgress> = {};
+    for (const [step, record] of Object.entries(state.maps ?? {})) {
+      if (record.mode === 'fanOut' && this.options.maps) {
+        const progress = await this.options.maps.progress(record.mapId).catch(() => undefined);
+        if (progress) maps[step] = progress;
+      } else {
+        const records = (state.results[step] as { $mapRecords?: ElementRecord[] } | undefined)?.$mapRecords;
+        if (records) maps[step] = inlineProgress(records);
+      }
+    }
     return {
       runId: state.runId,
       reactorName: state.reactorName,
@@ -585,16 +855,28 @@ export class ReactorEngine {
       completed: state.completed,
       attempts: state.attempts,
       trace: state.trace,
-      value: state.value,
+      value: this.hydrate(state.value),
       failure: state.failure,
       halt: state.halt,
       cancellation: state.cancellation,
-      children: Object.fromEntries(Object.entries(state.children).map(([k, child]) => [k, this.view(child)])),
+      children,
+      maps,
       createdAt: state.createdAt,
       updatedAt: state.updatedAt,
       finishedAt: state.finishedAt,
-      outcome: outcomeOf(state),
+      outcome: this.outcome(state),
     };
+  }
+
+  /** The caller-facing outcome, with a map value turned into its results object. */
+  private outcome<O = unknown>(state: RunState): RunOutcome<O> {
+    const outcome = outcomeOf<O>(state);
+    if (outcome.status === 'completed') outcome.value = this.hydrate(outcome.value) as O;
+    return outcome;
+  }
+
+  private hydrate(value: unknown): unknown {
+    return hydrateMapValue(value, this.options.maps);
   }
 
   private notify(runId: string): void {
@@ -619,7 +901,8 @@ export class ReactorEngine {
   }
 }
 
-function toReason(error: unknown): { code: string; message: string } {
-  if (error instanceof ReactorError) return { code: error.code, message: error.message };
-  return { code: 'INTERNAL', message: (error as Error)?.message ?? String(error) };
+function toReason(error: unknown): { code: string; message: string; exceptionClass: string } {
+  const exceptionClass = (error as Error)?.constructor?.name ?? 'Error';
+  if (error instanceof ReactorError) return { code: error.code, message: error.message, exceptionClass };
+  return { code: 'INTERNAL', message: (error as Error)?.message ?? String(error), exceptionClass };
 }

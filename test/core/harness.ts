@@ -8,7 +8,7 @@ import { RecordingMiddleware } from '../../lib/testing/recording.middleware';
 /** An engine on the embedded runtime with a fake clock, a recorder and a save counter. */
 export function createHarness(options: Partial<ReactorEngineOptions> = {}) {
   const clock = new FakeClock();
-  const { storage, locks } = createMemoryAdapters(clock);
+  const { storage, locks, maps } = createMemoryAdapters(clock);
   const recorder = new RecordingMiddleware();
   const dispatcher = new InProcessJobDispatcher(clock);
   const saves: string[] = [];
@@ -25,6 +25,7 @@ export function createHarness(options: Partial<ReactorEngineOptions> = {}) {
   const engine = new ReactorEngine({
     storage: counting,
     locks,
+    maps,
     dispatcher,
     clock,
     middleware: [recorder],
@@ -32,7 +33,7 @@ export function createHarness(options: Partial<ReactorEngineOptions> = {}) {
     ...options,
   });
   dispatcher.setHandler((job) => engine.handleJob(job));
-  return { engine, clock, storage, locks, recorder, dispatcher, saves };
+  return { engine, clock, storage, locks, maps, recorder, dispatcher, saves };
 }
 
 /** A promise with its resolve function, to hold a step open until the test releases it. */

@@ -3,11 +3,26 @@ import { DefinitionError } from '../errors/definition.error';
 import { findCycle } from '../graph/dependency-graph';
 import { toRetryPolicy, type RetryOptions } from '../executor/retry-policy';
 import { contractProperties } from '../validation/contract';
-import type { BackgroundOption, HandlerSpec, ReactorDefinition, ReactorOptions, StepDefinition } from './definition';
+import type {
+  BackgroundOption,
+  HandlerSpec,
+  MapSpec,
+  ReactorDefinition,
+  ReactorOptions,
+  StepDefinition,
+} from './definition';
+import type { MapResults } from '../map/map-results';
 import { toInputDefinition, type InputDefinition, type InputSpec } from './input-spec';
 import { Ref, describeSource, type ArgRefs, type ArgSource } from './ref';
 import { getReactorMetadata, type ReactorClass } from './reactor-blueprint';
-import { getStepMetadata, type DtoClass, type InlineStep, type StepClass, type StepHandler } from './step';
+import {
+  getStepMetadata,
+  type DtoClass,
+  type InlineStep,
+  type StepClass,
+  type StepContext,
+  type StepHandler,
+} from './step';
 
 /** Options of one use of a step in a reactor. They override the step class's own options. */
 export interface StepUseOptions {
@@ -22,6 +37,44 @@ export interface StepUseOptions {
 
 /** Options of a compose step. */
 export interface ComposeOptions {
+  waitFor?: ReadonlyArray<Ref<unknown> | string>;
+}
+
+/** The element reactor of a map: a definition, a `@Reactor` class, a name, or an inline builder. */
+export type MapElement<EI, EO> =
+  ReactorDefinition<EI, EO> | ReactorClass<EI, EO> | string | ((r: ReactorBuilder<EI>) => Ref<EO> | void);
+
+/** Where a map's elements come from. */
+export type MapSource<E, A> =
+  | Ref<readonly E[]>
+  | Ref<E[]>
+  | Ref<Iterable<E>>
+  | Ref<AsyncIterable<E>>
+  | ((args: A, ctx: StepContext) => Iterable<E> | AsyncIterable<E> | Promise<Iterable<E> | AsyncIterable<E>>);
+
+/**
+ * Options of {@link ReactorBuilder.map}. `E` is the element type, `EI`/`EO` the element reactor's
+ * input and result, `R` the map's value (the results, or what `collect` returns).
+ */
+export interface MapOptions<E, EI, EO, R, A = Record<string, never>> {
+  /** The collection: a ref (input or step result) or a function of `args` (arrays, iterables, async iterables). */
+  source: MapSource<E, A>;
+  /** Arguments of a source function (refs, like a step's). */
+  args?: ArgRefs<A>;
+  /** The reactor run once per element. */
+  element: MapElement<EI, EO>;
+  /** Wire the element reactor's inputs: `(item) => ({ sku: item.path('sku'), discount })`. */
+  inputs: (element: Ref<E>) => ArgRefs<EI>;
+  /** Inline: how many elements run at once. @default 1 (index order, as ruby_reactor) */
+  concurrency?: number;
+  /** The first failed element fails the map (true), or every element runs (false). @default true */
+  atomic?: boolean;
+  /** One BullMQ job per element, at most `batchSize` in flight; the map becomes a hand-off point. */
+  fanOut?: { batchSize?: number };
+  /** Turn the results into the map's value; a throw is the map's failure. */
+  collect?: (results: MapResults<EO>) => R | Promise<R>;
+  /** Undo every completed element at once (instead of each element's own undos). */
+  undoAll?: (completed: AsyncIterable<{ index: number; value: EO }>) => unknown;
   waitFor?: ReadonlyArray<Ref<unknown> | string>;
 }
 
@@ -127,6 +180,83 @@ export class ReactorBuilder<I> {
     return new Ref({ kind: 'result', step: name, ops: [] });
   }
 
+  /**
+   * Map an element reactor over a collection. Inline by default (elements run in this process,
+   * `concurrency` at a time); with `fanOut` every element is its own job, `batchSize` in flight
+   * at most, and the map is a hand-off point. The value is the results (a {@link MapResults}, the
+   * same in both modes) or what `collect` makes of them. When the run rolls back, every completed
+   * element is undone by replaying its own undos, highest index first.
+   */
+  map<E, EI, EO, R = MapResults<EO>, A = Record<string, never>>(
+    name: string,
+    options: MapOptions<E, EI, EO, R, A>,
+  ): Ref<R> {
+    this.checkNewStepName(name);
+    if (typeof options !== 'object' || options === null) this.fail(`map '${name}': options are required`, name);
+    const elementReactor = this.elementReactorName(name, options.element as MapElement<unknown, unknown>);
+    const inline =
+      typeof options.element === 'function' && !getReactorMetadata(options.element)
+        ? defineReactor(elementReactor, options.element as (r: ReactorBuilder<unknown>) => Ref<unknown> | void)
+        : undefined;
+    if (typeof options.inputs !== 'function')
+      this.fail(`map '${name}': inputs must be a function (element) => ({ ...refs })`, name);
+    const inputs = this.toSources(
+      name,
+      options.inputs(new Ref<E>({ kind: 'element', ops: [] })) as Record<string, Ref<unknown> | undefined>,
+    );
+    let source: MapSpec['source'];
+    if (options.source instanceof Ref) source = options.source.source;
+    else if (typeof options.source === 'function') source = options.source as MapSpec['source'];
+    else
+      this.fail(
+        `map '${name}': source must be a ref (r.input, a step's ref) or a function returning the elements`,
+        name,
+      );
+    const concurrency = options.concurrency ?? 1;
+    if (!Number.isInteger(concurrency) || concurrency < 1)
+      this.fail(`map '${name}': concurrency must be an integer >= 1 (got ${String(options.concurrency)})`, name);
+    const batchSize = options.fanOut ? (options.fanOut.batchSize ?? 50) : undefined;
+    if (batchSize !== undefined && (!Number.isInteger(batchSize) || batchSize < 1)) {
+      this.fail(
+        `map '${name}': fanOut.batchSize must be an integer >= 1 (got ${String(options.fanOut?.batchSize)})`,
+        name,
+      );
+    }
+    const spec: MapSpec = {
+      source,
+      elementReactor,
+      inlineElement: inline,
+      inputs,
+      concurrency,
+      atomic: options.atomic ?? true,
+      fanOut: batchSize !== undefined ? { batchSize } : undefined,
+      collect: options.collect as MapSpec['collect'],
+      undoAll: options.undoAll as MapSpec['undoAll'],
+    };
+    const args = this.toSources(name, (options.args ?? {}) as Record<string, Ref<unknown> | undefined>);
+    this.pending.push({
+      name,
+      handler: { kind: 'map', name: `map:${elementReactor}`, map: spec },
+      args,
+      waitFor: [...(options.waitFor ?? [])],
+      redact: [],
+    });
+    return new Ref({ kind: 'result', step: name, ops: [] });
+  }
+
+  private elementReactorName(step: string, element: MapElement<unknown, unknown>): string {
+    if (typeof element === 'string') return element;
+    if (typeof element === 'function') {
+      const meta = getReactorMetadata(element);
+      return meta ? meta.name : `${this.reactorName}::${step}`;
+    }
+    if (element && typeof element === 'object' && typeof element.name === 'string') return element.name;
+    this.fail(
+      `map '${step}': element must be a reactor definition, a @Reactor class, a name or an inline builder`,
+      step,
+    );
+  }
+
   /** @internal Validate and freeze. */
   finish<O>(returned: Ref<O> | void, options: ReactorOptions = {}): ReactorDefinition<I, O> {
     const names = new Set(this.pending.map((p) => p.name));
@@ -140,7 +270,12 @@ export class ReactorBuilder<I> {
           );
         return target;
       });
-      const reads = Object.values(p.args)
+      const sources = [...Object.values(p.args)];
+      if (p.handler.kind === 'map') {
+        sources.push(...Object.values(p.handler.map.inputs));
+        if (typeof p.handler.map.source !== 'function') sources.push(p.handler.map.source);
+      }
+      const reads = sources
         .map((s) => (s.kind === 'result' ? s.step : undefined))
         .filter((s): s is string => s !== undefined);
       for (const dep of [...reads, ...waitFor]) {

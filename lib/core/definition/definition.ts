@@ -1,6 +1,7 @@
 import type { ArgSource } from './ref';
 import type { InputDefinition } from './input-spec';
-import type { DtoClass, StepClass, StepHandler } from './step';
+import type { DtoClass, StepClass, StepContext, StepHandler } from './step';
+import type { MapResults } from '../map/map-results';
 import type { RetryPolicy } from '../executor/retry-policy';
 
 /** How a step's handler is found at run time. */
@@ -10,7 +11,29 @@ export type HandlerSpec =
   /** A handler object or an inline function, used as is. */
   | { kind: 'inline'; handler: StepHandler<never, unknown>; name: string }
   /** A composed child reactor, resolved by name. */
-  | { kind: 'compose'; reactorName: string; name: string };
+  | { kind: 'compose'; reactorName: string; name: string }
+  /** A map of an element reactor over a collection. */
+  | { kind: 'map'; name: string; map: MapSpec };
+
+/** How a map step maps its element reactor over its source. */
+export interface MapSpec {
+  /** A ref to the collection, or a function of the step's args returning it. */
+  readonly source: ArgSource | ((args: Record<string, unknown>, ctx: StepContext) => unknown);
+  /** The element reactor's name. */
+  readonly elementReactor: string;
+  /** The element reactor, when declared inline (registered with its parent). */
+  readonly inlineElement?: ReactorDefinition;
+  /** Element reactor input name to source (`element` sources read the current element). */
+  readonly inputs: Readonly<Record<string, ArgSource>>;
+  /** Inline: elements run at once. */
+  readonly concurrency: number;
+  /** Stop at the first failure (true) or run every element (false). */
+  readonly atomic: boolean;
+  /** One job per element, at most `batchSize` in flight. */
+  readonly fanOut?: { readonly batchSize: number };
+  readonly collect?: (results: MapResults<unknown>) => unknown;
+  readonly undoAll?: (completed: AsyncIterable<{ index: number; value: unknown }>) => unknown;
+}
 
 /** One node of a reactor's DAG. Immutable. */
 export interface StepDefinition {

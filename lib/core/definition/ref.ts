@@ -11,7 +11,9 @@ export type RefOp = { path: readonly string[] } | { transform: (value: unknown) 
 export type ArgSource =
   | { kind: 'input'; name: string; ops: readonly RefOp[] }
   | { kind: 'result'; step: string; ops: readonly RefOp[] }
-  | { kind: 'value'; value: unknown; ops: readonly RefOp[] };
+  | { kind: 'value'; value: unknown; ops: readonly RefOp[] }
+  /** The current element of a map (only in a map's element inputs). */
+  | { kind: 'element'; ops: readonly RefOp[] };
 
 type Primitive = string | number | boolean | bigint | symbol | null | undefined | Date;
 

@@ -37,6 +37,9 @@ import type { ReactorDefinition, StepDefinition } from '../definition/definition
 import { applyOps, type ArgSource } from '../definition/ref';
 import type { StepContext, StepHandler } from '../definition/step';
 import { readySteps } from '../graph/dependency-graph';
+import { AwaitMap, AwaitMapRollback, hydrateMapValue, rollbackMap, runMap, type MapHost } from '../map/map-runner';
+import type { MapStore } from '../ports/map-store.port';
+import type { ReactorJob } from '../ports/job-dispatcher.port';
 import type { MiddlewareRunner } from '../middleware/middleware-runner';
 import type { Clock } from '../ports/clock.port';
 import type { Lease } from '../ports/lock-manager.port';
@@ -70,6 +73,14 @@ export interface ExecutionEnv {
    * retries in workers; without it, a hand-off is ignored and retries sleep.
    */
   enqueueResume?: (runId: string, reactorName: string, delayMs: number) => Promise<void>;
+  /** Storage of fan-out maps; without it, maps run inline. */
+  maps?: MapStore;
+  /** Enqueue jobs (map elements and their rollbacks). */
+  dispatch?: (jobs: ReactorJob[], delayMs?: number) => Promise<void>;
+  /** The top-level run; fan-out maps resume it. Defaults to this run. */
+  owner?: { runId: string; reactorName: string };
+  /** This execution is a map element: nested maps run inline. */
+  inElement?: boolean;
 }
 
 type StepResult =
@@ -83,7 +94,8 @@ type StepResult =
       args: Record<string, unknown>;
       compensate: boolean;
     }
-  | { kind: 'retry'; step: StepDefinition; delayMs: number };
+  | { kind: 'retry'; step: StepDefinition; delayMs: number }
+  | { kind: 'wait'; step: StepDefinition };
 
 /** Create the initial state of a run. */
 export function newRunState(
@@ -203,6 +215,17 @@ export class RunExecution {
 
   /** Execute until the run completes, fails, halts, or hands off. */
   async execute(resumed: boolean): Promise<RunOutcome> {
+    try {
+      return await this.executeSteps(resumed);
+    } catch (error) {
+      if (!(error instanceof AwaitMapRollback) || !this.root) throw error;
+      // A fan-out map is being rolled back by element jobs: the last one resumes this run.
+      await this.save(true);
+      return outcomeOf(this.state);
+    }
+  }
+
+  private async executeSteps(resumed: boolean): Promise<RunOutcome> {
     const { state } = this;
     await this.emit({ type: 'reactor.start', resumed });
     if (state.status === 'rolling_back' && state.rollback) {
@@ -225,7 +248,7 @@ export class RunExecution {
     } else if (result.handoff) {
       state.handoff = result.handoff.mode;
       await this.save(this.root);
-      if (this.root && this.env.enqueueResume) {
+      if (this.root && this.env.enqueueResume && result.handoff.delayMs >= 0) {
         await this.env.enqueueResume(state.runId, state.reactorName, result.handoff.delayMs);
       }
       return outcomeOf(state);
@@ -244,7 +267,13 @@ export class RunExecution {
     this.state.rollback = { target: 'cancelled', compensate: [], failures: [] };
     this.state.cancellation = { reason, rollbackFailures: [] };
     await this.save(false);
-    await this.finishRollback();
+    try {
+      await this.finishRollback();
+    } catch (error) {
+      if (!(error instanceof AwaitMapRollback)) throw error;
+      // Element rollback jobs are undoing a fan-out map; the last one resumes this run.
+      await this.save(true);
+    }
     return outcomeOf(this.state);
   }
 
@@ -339,6 +368,10 @@ export class RunExecution {
         case 'retry':
           handoff = handoff ?? { mode: { mode: 'all', step: settled.step.name }, delayMs: settled.delayMs };
           break;
+        case 'wait':
+          // A fan-out map: the run waits for its elements; the last one resumes it (no job now).
+          handoff = handoff ?? { mode: { mode: 'map', step: settled.step.name }, delayMs: -1 };
+          break;
       }
       // A sequential pass ends at the first terminal outcome.
       if (sequential && (failures.length > 0 || halt || handoff)) wave = [];
@@ -414,13 +447,24 @@ export class RunExecution {
         }
       }
 
+      if ((outcome as unknown) instanceof AwaitMap) return { kind: 'wait', step };
       if (outcome instanceof Success) return { kind: 'success', step, value: outcome.value, args };
       if (outcome instanceof Skipped) return { kind: 'skipped', step, value: outcome.value, args };
       if (outcome instanceof Halt) return { kind: 'halt', step, reason: outcome.reason, details: outcome.details };
 
       const childFailure = (outcome as ChildFailure).childFailure;
-      if (childFailure)
-        return { kind: 'failure', step, failure: childFailure, error: outcome.error, args, compensate: false };
+      if (childFailure) {
+        this.trace({ type: 'fail', step: step.name, attempt, detail: childFailure.errorMessage });
+        const compensate = (outcome as ChildFailure).compensateMap === true;
+        return {
+          kind: 'failure',
+          step,
+          failure: { ...childFailure, rollbackFailures: [...childFailure.rollbackFailures] },
+          error: outcome.error,
+          args,
+          compensate,
+        };
+      }
 
       if (outcome.retryable && attempt < step.retries.maxAttempts) {
         const delayMs = backoffDelay(step.retries, attempt);
@@ -444,6 +488,10 @@ export class RunExecution {
     attempt: number,
   ): Promise<StepOutcome<unknown>> {
     if (step.handler.kind === 'compose') return this.runChild(step, args);
+    if (step.handler.kind === 'map') {
+      const result = await runMap(this.mapHost(), step, args);
+      return result instanceof AwaitMap ? (result as never) : result;
+    }
     const handler = this.handlerFor(step);
     try {
       const result: unknown = await handler.run(args as never, this.context(step, attempt));
@@ -486,12 +534,60 @@ export class RunExecution {
         failure.childFailure = outcome.failure;
         return failure;
       }
+      case 'dispatched':
+        // The child waits for a fan-out map (or a scheduled retry): the parent waits with it.
+        return new AwaitMap() as never;
       default:
         throw new ReactorError(
           'INTERNAL',
           `Composed reactor '${childDef.name}' ended ${outcome.status}, which compose does not support.`,
         );
     }
+  }
+
+  /**
+   * Whether undoing this run would do anything: some completed step has an `undo` (or is a
+   * compose or map step). Map elements without it keep no state for rollback.
+   */
+  hasUndoWork(): boolean {
+    return this.state.undoStack.some((entry) => {
+      const step = this.def.stepsByName.get(entry.step);
+      if (!step) return false;
+      if (step.handler.kind === 'compose' || step.handler.kind === 'map') return true;
+      return typeof this.handlerFor(step).undo === 'function';
+    });
+  }
+
+  /** What the map runner needs from this execution. */
+  private mapHost(): MapHost {
+    const env = this.env;
+    return {
+      def: this.def,
+      state: this.state,
+      owner: env.owner ?? { runId: this.state.runId, reactorName: this.def.name },
+      inElement: env.inElement === true,
+      maps: env.dispatch ? env.maps : undefined,
+      now: () => env.clock.now(),
+      definition: (name) => env.definition(name),
+      resolveSource: (source, element) => this.resolveSource(source, element),
+      elementExecution: (def, state) =>
+        new RunExecution(
+          def,
+          state,
+          { ...env, inElement: true, enqueueResume: undefined, lease: undefined },
+          async () => undefined,
+          false,
+        ),
+      save: () => this.save(false),
+      dispatchElements: async (mapId, indices, kind) => {
+        if (indices.length === 0) return;
+        const owner = env.owner ?? { runId: this.state.runId, reactorName: this.def.name };
+        await env.dispatch!(
+          indices.map((index) => ({ kind, runId: owner.runId, reactorName: owner.reactorName, mapId, index })),
+        );
+      },
+      context: (step) => this.context(step, this.state.attempts[step.name] ?? 1),
+    };
   }
 
   private handlerFor(step: StepDefinition): StepHandler<never, unknown> {
@@ -511,14 +607,22 @@ export class RunExecution {
     return out;
   }
 
-  private resolveSource(source: ArgSource): unknown {
+  /** Resolve a source against this run's state (and, for `element` sources, the current element). */
+  resolveSource(source: ArgSource, element?: unknown): unknown {
     const raw =
       source.kind === 'input'
         ? this.state.inputs[source.name]
         : source.kind === 'result'
-          ? this.state.results[source.step]
-          : source.value;
+          ? this.hydrate(this.state.results[source.step])
+          : source.kind === 'element'
+            ? element
+            : source.value;
     return applyOps(raw, source.ops);
+  }
+
+  /** Turn a stored map value into its results object. */
+  private hydrate(value: unknown): unknown {
+    return hydrateMapValue(value, this.env.maps);
   }
 
   private failed(
@@ -609,8 +713,7 @@ export class RunExecution {
       const pending = plan.compensate[0];
       const step = this.def.stepsByName.get(pending.step);
       const error = this.liveErrors.get(pending.step) ?? new Error(pending.message);
-      const problem = step ? await this.compensate(step, error, pending.args) : undefined;
-      if (problem) plan.failures.push(problem);
+      if (step) plan.failures.push(...(await this.compensate(step, error, pending.args)));
       plan.compensate.shift();
       await this.save(false);
     }
@@ -631,14 +734,26 @@ export class RunExecution {
     step: StepDefinition,
     error: unknown,
     args: Record<string, unknown>,
-  ): Promise<RollbackFailure | undefined> {
-    if (step.handler.kind === 'compose') return undefined;
+  ): Promise<RollbackFailure[]> {
+    if (step.handler.kind === 'compose') return [];
+    if (step.handler.kind === 'map') {
+      await this.emitStep(step, { type: 'compensation.start' });
+      const failures = await rollbackMap(this.mapHost(), step);
+      this.trace({ type: 'compensate', step: step.name, ok: failures.length === 0 });
+      await this.emitStep(
+        step,
+        failures.length
+          ? { type: 'compensation.fail', error: `${failures.length} element rollback failure(s)` }
+          : { type: 'compensation.complete' },
+      );
+      return failures;
+    }
     const handler = this.handlerFor(step);
     await this.emitStep(step, { type: 'compensation.start' });
     if (!handler.compensate) {
       this.trace({ type: 'compensate', step: step.name, ok: true, detail: 'no compensate defined' });
       await this.emitStep(step, { type: 'compensation.complete' });
-      return undefined;
+      return [];
     }
     const problem = await this.callRollback(() =>
       handler.compensate!(error, args as never, this.context(step, this.state.attempts[step.name] ?? 1)),
@@ -646,16 +761,18 @@ export class RunExecution {
     this.trace({ type: 'compensate', step: step.name, ok: !problem, detail: problem?.message });
     if (problem) {
       await this.emitStep(step, { type: 'compensation.fail', error: problem.message });
-      return {
-        step: step.name,
-        kind: 'compensate',
-        reason: problem.reason,
-        message: problem.message,
-        reactorName: this.def.name,
-      };
+      return [
+        {
+          step: step.name,
+          kind: 'compensate',
+          reason: problem.reason,
+          message: problem.message,
+          reactorName: this.def.name,
+        },
+      ];
     }
     await this.emitStep(step, { type: 'compensation.complete' });
-    return undefined;
+    return [];
   }
 
   /**
@@ -690,6 +807,17 @@ export class RunExecution {
       ];
     }
     await this.emitStep(step, { type: 'undo.start' });
+    if (step.handler.kind === 'map') {
+      const failures = await rollbackMap(this.mapHost(), step);
+      this.trace({ type: 'undo', step: step.name, ok: failures.length === 0 });
+      await this.emitStep(
+        step,
+        failures.length
+          ? { type: 'undo.fail', error: `${failures.length} element rollback failure(s)` }
+          : { type: 'undo.complete' },
+      );
+      return failures;
+    }
     if (step.handler.kind === 'compose') {
       const childState = this.state.children[step.name];
       const childFailures = childState
@@ -784,7 +912,7 @@ export class RunExecution {
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
 
 /** A Failure produced by a composed child; the child already rolled itself back. */
-type ChildFailure = Failure & { childFailure?: RunFailure };
+type ChildFailure = Failure & { childFailure?: RunFailure; compensateMap?: boolean };
 
 function errorMessage(error: unknown): string {
   if (error instanceof Error) return error.message;

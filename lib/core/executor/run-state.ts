@@ -1,4 +1,5 @@
 import type { RollbackFailure, RunFailure } from '../results/run-outcome';
+import type { MapRecord } from '../map/map-runner';
 
 /** Version of the stored run format. A record with another version is refused, not guessed at. */
 export const RUN_STATE_SCHEMA_VERSION = 1;
@@ -78,8 +79,10 @@ export interface RunState {
     /** Undo and compensate failures so far. */
     failures: RollbackFailure[];
   };
-  /** Where a background run resumes: set by hand-offs and retries that re-enqueue. */
-  handoff?: { mode: 'all' | 'after' | 'before'; step?: string };
+  /** Where a background run resumes: set by hand-offs, retries that re-enqueue, and fan-out maps. */
+  handoff?: { mode: 'all' | 'after' | 'before' | 'map'; step?: string };
+  /** Map steps: where their elements and records are. */
+  maps?: Record<string, MapRecord>;
   /** A retry scheduled for a step in a worker: earliest time it may run. */
   retryAt?: Record<string, number>;
   createdAt: number;

@@ -3,3 +3,4 @@ export * from './lock-manager.port';
 export * from './reactor-storage.port';
 export * from './job-dispatcher.port';
 export * from './step-resolver.port';
+export * from './map-store.port';

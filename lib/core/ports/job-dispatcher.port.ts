@@ -22,4 +22,6 @@ export type JobHandler = (job: ReactorJob) => Promise<void>;
  */
 export interface JobDispatcher {
   dispatch(job: ReactorJob, options?: { delayMs?: number }): Promise<void>;
+  /** Enqueue many jobs at once (map element throws). Defaults to one `dispatch` each. */
+  dispatchMany?(jobs: ReactorJob[], options?: { delayMs?: number }): Promise<void>;
 }

@@ -1,11 +1,13 @@
 import { systemClock, type Clock } from '../../core/ports';
 import { MemoryLockManager } from './memory-lock.manager';
 import { MemoryReactorStorage } from './memory-reactor.storage';
+import { MemoryMapStore } from './memory-map.store';
 
 /** The embedded runtime's storage and lock manager, sharing one lease table. */
 export interface MemoryAdapters {
   storage: MemoryReactorStorage;
   locks: MemoryLockManager;
+  maps: MemoryMapStore;
 }
 
 /**
@@ -18,5 +20,5 @@ export function createMemoryAdapters(
 ): MemoryAdapters {
   const locks = new MemoryLockManager(clock);
   const storage = new MemoryReactorStorage({ locks, clock, maxContextBytes: options.maxContextBytes });
-  return { storage, locks };
+  return { storage, locks, maps: new MemoryMapStore(locks) };
 }

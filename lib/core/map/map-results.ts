@@ -1,0 +1,120 @@
+import type { ElementRecord, MapStore } from '../ports/map-store.port';
+import type { RunFailure } from '../results/run-outcome';
+
+/** One element's outcome, with its index. */
+export type ElementOutcome<T> =
+  | { index: number; status: 'completed'; value: T }
+  | { index: number; status: 'failed'; failure: RunFailure }
+  | { index: number; status: 'halted'; reason: string; details?: unknown }
+  | { index: number; status: 'skipped' };
+
+/**
+ * The results of a map, read lazily. Inline maps hand `collect` an in-memory one; fan-out maps a
+ * {@link ResultEnumerator} that reads records from storage in pages. Both give the same answers.
+ */
+export interface MapResults<T> extends AsyncIterable<ElementOutcome<T>> {
+  /** Number of elements. */
+  readonly count: number;
+  /** Outcome of element `index` (negative counts from the end); undefined out of range. */
+  at(index: number): Promise<ElementOutcome<T> | undefined>;
+  /** Values of completed elements, in index order. */
+  successes(): AsyncIterable<T>;
+  /** Failed elements, in index order. */
+  failures(): AsyncIterable<{ index: number; failure: RunFailure }>;
+  /** Every completed value, in index order, loaded at once (small maps). */
+  values(): Promise<T[]>;
+}
+
+function withIndex<T>(index: number, record: ElementRecord): ElementOutcome<T> {
+  return { index, ...record } as ElementOutcome<T>;
+}
+
+abstract class BaseResults<T> implements MapResults<T> {
+  abstract readonly count: number;
+  abstract [Symbol.asyncIterator](): AsyncIterator<ElementOutcome<T>>;
+  abstract at(index: number): Promise<ElementOutcome<T> | undefined>;
+
+  async *successes(): AsyncIterable<T> {
+    for await (const o of this) if (o.status === 'completed') yield o.value;
+  }
+
+  async *failures(): AsyncIterable<{ index: number; failure: RunFailure }> {
+    for await (const o of this) if (o.status === 'failed') yield { index: o.index, failure: o.failure };
+  }
+
+  async values(): Promise<T[]> {
+    const out: T[] = [];
+    for await (const v of this.successes()) out.push(v);
+    return out;
+  }
+
+  protected position(index: number): number | undefined {
+    const i = index < 0 ? this.count + index : index;
+    return i >= 0 && i < this.count ? i : undefined;
+  }
+}
+
+/** {@link MapResults} over records held in memory (inline maps). */
+export class ArrayResults<T> extends BaseResults<T> {
+  constructor(private readonly records: readonly ElementRecord[]) {
+    super();
+  }
+
+  get count(): number {
+    return this.records.length;
+  }
+
+  async at(index: number): Promise<ElementOutcome<T> | undefined> {
+    const i = this.position(index);
+    return i === undefined ? undefined : withIndex<T>(i, this.records[i]);
+  }
+
+  async *[Symbol.asyncIterator](): AsyncIterator<ElementOutcome<T>> {
+    for (let i = 0; i < this.records.length; i++) yield withIndex<T>(i, this.records[i]);
+  }
+}
+
+/** What a fan-out map's value is stored as: a reference to its records. */
+export interface MapResultsRef {
+  $mapResults: string;
+  count: number;
+}
+
+/** Whether a stored value is a reference to a fan-out map's records. */
+export function isMapResultsRef(value: unknown): value is MapResultsRef {
+  return typeof value === 'object' && value !== null && typeof (value as MapResultsRef).$mapResults === 'string';
+}
+
+/**
+ * The results of a fan-out map, read from storage lazily in pages of {@link pageSize}: a map of a
+ * million elements can be walked without loading them all.
+ */
+export class ResultEnumerator<T> extends BaseResults<T> {
+  constructor(
+    private readonly store: MapStore,
+    readonly mapId: string,
+    readonly count: number,
+    private readonly pageSize = 500,
+  ) {
+    super();
+  }
+
+  async at(index: number): Promise<ElementOutcome<T> | undefined> {
+    const i = this.position(index);
+    if (i === undefined) return undefined;
+    const [record] = await this.store.records(this.mapId, i, i + 1);
+    return record ? withIndex<T>(i, record) : undefined;
+  }
+
+  async *[Symbol.asyncIterator](): AsyncIterator<ElementOutcome<T>> {
+    for (let from = 0; from < this.count; from += this.pageSize) {
+      const page = await this.store.records(this.mapId, from, Math.min(this.count, from + this.pageSize));
+      for (let j = 0; j < page.length; j++) if (page[j]) yield withIndex<T>(from + j, page[j]!);
+    }
+  }
+
+  /** The stored reference (what the run's state keeps). */
+  toJSON(): MapResultsRef {
+    return { $mapResults: this.mapId, count: this.count };
+  }
+}

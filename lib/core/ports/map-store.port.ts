@@ -1,0 +1,141 @@
+import type { RunState } from '../executor/run-state';
+import type { RollbackFailure, RunFailure } from '../results/run-outcome';
+import type { Lease } from './lock-manager.port';
+
+/** What recovery needs to know about a fan-out map; written once when the map is dispatched. */
+export interface MapMeta {
+  /** `<runId>:<step>`, where runId is the run (or composed child) whose state holds the map. */
+  mapId: string;
+  /** The top-level run that resumes when the map completes (the owner). */
+  ownerRunId: string;
+  ownerReactor: string;
+  /** The run (or composed child) holding the map step, and the step's name. */
+  parentRunId: string;
+  step: string;
+  elementReactor: string;
+  /** Number of elements. */
+  total: number;
+  /** Most elements in flight at once. */
+  batchSize: number;
+  atomic: boolean;
+  /** Set when the map runs inside a map element (nested maps run inline, but say where). */
+  outer?: { mapId: string; index: number };
+  createdAt: number;
+}
+
+/** The stored outcome of one element. */
+export type ElementRecord =
+  | { status: 'completed'; value: unknown }
+  | { status: 'failed'; failure: RunFailure }
+  | { status: 'halted'; reason: string; details?: unknown }
+  | { status: 'skipped' };
+
+/** Counts of a map, as `client.get` reports them. */
+export interface MapProgress {
+  total: number;
+  /** Elements dispatched so far (reserved). */
+  dispatched: number;
+  /** Elements with a stored record. */
+  settled: number;
+  succeeded: number;
+  failed: number;
+  halted: number;
+  skipped: number;
+  /** Index of the first failed element of an atomic map, if any. */
+  failedIndex?: number;
+  /** Whether every element that will ever run has settled. */
+  done: boolean;
+}
+
+/** What claiming an element found. */
+export type ElementClaim =
+  | { acquired: false }
+  | { acquired: true; done: true }
+  | { acquired: true; done: false; input: Record<string, unknown>; state?: RunState; skip: boolean };
+
+/** What storing an element's record decided. */
+export interface ElementSettled {
+  progress: MapProgress;
+  /** Next indices to dispatch (the window slides by one per settled element). */
+  next: number[];
+  /** True for exactly one caller: the one that must resume the owner. */
+  signalOwner: boolean;
+}
+
+/** Rollback bookkeeping of a fan-out map. */
+export interface MapRollbackProgress {
+  /** Elements to undo (completed elements with something to undo). */
+  total: number;
+  /** Outcomes reported so far. */
+  reported: number;
+  /** Every rollback failure reported so far, tagged with `mapStep` and `elementIndex`. */
+  failures: RollbackFailure[];
+}
+
+/**
+ * Storage of fan-out maps: element inputs, records by index, the dispatch window, element
+ * leases, and distributed rollback. Results are written by index (a re-run overwrites its own
+ * slot) and completion is judged by the number of stored records, never by a counter alone.
+ * Every key of a map lives in its owner run's cluster slot.
+ */
+export interface MapStore {
+  /** Create the map and add it to the index of open maps. False if it exists (a re-run). */
+  create(meta: MapMeta): Promise<boolean>;
+  meta(mapId: string): Promise<MapMeta | undefined>;
+  /** Store the inputs of elements `start ..< start + inputs.length`. */
+  putInputs(mapId: string, start: number, inputs: Array<Record<string, unknown>>): Promise<void>;
+  /** Reserve up to `count` more indices to dispatch (never past `total`). */
+  reserve(mapId: string, count: number): Promise<number[]>;
+  /**
+   * Take element `index`'s lease and read what it needs, in one round trip. `done` when the
+   * element already has a record (a duplicate delivery). `skip` when an atomic map has failed.
+   */
+  claimElement(mapId: string, index: number, lease: Lease, ttlMs: number): Promise<ElementClaim>;
+  /** Save an element's state between attempts (a retry re-enqueues the element job). Fenced. */
+  putElementState(mapId: string, index: number, state: RunState, lease: Lease): Promise<void>;
+  /**
+   * Store element `index`'s record and (when it has something to undo) its final state, release
+   * its lease, record the first failure of an atomic map (settling every undispatched element as
+   * skipped), reserve the next index to dispatch, and claim the owner signal when the map is
+   * done. One round trip. Fenced by the element lease.
+   */
+  settleElement(
+    mapId: string,
+    index: number,
+    record: ElementRecord,
+    state: RunState | undefined,
+    lease: Lease,
+  ): Promise<ElementSettled>;
+  /** Records of `from ..< to` (undefined where none is stored). */
+  records(mapId: string, from: number, to: number): Promise<Array<ElementRecord | undefined>>;
+  progress(mapId: string): Promise<MapProgress>;
+  /** Dispatched indices with no record and no live element lease (lost or dead elements). */
+  stalled(mapId: string, limit: number): Promise<number[]>;
+  /** Claim the owner signal for a done map (the sweeper uses it when the signal was lost). */
+  claimSignal(mapId: string): Promise<boolean>;
+  /** Ids of maps not yet adopted by their owner, oldest first. */
+  listOpen(limit: number): Promise<string[]>;
+  /** The owner adopted the map: drop it from the open index (records stay for the enumerator). */
+  close(mapId: string): Promise<void>;
+
+  /** Final state of element `index` (for rollback), if it had something to undo. */
+  elementState(mapId: string, index: number): Promise<RunState | undefined>;
+  /**
+   * Start (once) the rollback of the map: the elements to undo are the ones with a stored state,
+   * highest index first. Returns the first `batchSize` to dispatch (empty when already started).
+   */
+  startRollback(mapId: string, batchSize: number): Promise<number[]>;
+  /**
+   * Record the rollback outcome of element `index` (first outcome wins), release its lease,
+   * reserve the next element to undo, and claim the owner signal when all have reported.
+   */
+  settleRollback(
+    mapId: string,
+    index: number,
+    failures: RollbackFailure[],
+    lease: Lease | undefined,
+  ): Promise<{ next: number[]; signalOwner: boolean }>;
+  rollbackProgress(mapId: string): Promise<MapRollbackProgress | undefined>;
+  /** Rollback positions claimed but not reported, whose element holds no live lease (lost jobs). */
+  stalledRollback(mapId: string, limit: number): Promise<number[]>;
+}

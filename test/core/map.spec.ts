@@ -1,0 +1,267 @@
+import { defineReactor, type ReactorBuilder } from '../../lib/core/definition/builder';
+import type { MapResults } from '../../lib/core/map/map-results';
+import { failure, halt, success } from '../../lib/core/results/step-outcome';
+import { createHarness } from './harness';
+
+interface Item {
+  sku: string;
+  qty: number;
+}
+
+const items: Item[] = Array.from({ length: 12 }, (_, i) => ({ sku: `sku-${i}`, qty: i + 1 }));
+
+/** An element reactor that reserves an item (undone by a release), failing on the given skus. */
+function reserveItem(log: string[], failOn: string[] = [], haltOn: string[] = []) {
+  return defineReactor('reserve-item', (r: ReactorBuilder<{ sku: string; qty: number; factor: number }>) => {
+    const sku = r.input('sku', { type: 'string' });
+    const qty = r.input('qty', { type: 'number' });
+    const factor = r.input('factor', { type: 'number' });
+    return r.step(
+      'reserve',
+      {
+        run: ({ sku: s, qty: q, factor: f }: { sku: string; qty: number; factor: number }) => {
+          log.push(`run:${s}`);
+          if (haltOn.includes(s)) return halt(`stop at ${s}`);
+          return failOn.includes(s) ? failure(new Error(`no stock for ${s}`)) : success(q * f);
+        },
+        undo: (_value: number, { sku: s }: { sku: string; qty: number; factor: number }) => {
+          log.push(`undo:${s}`);
+        },
+      },
+      { sku, qty, factor },
+    );
+  });
+}
+
+function importer(opts: {
+  fanOut?: number;
+  atomic?: boolean;
+  failLater?: boolean;
+  collect?: boolean;
+  concurrency?: number;
+}) {
+  return defineReactor(
+    opts.fanOut ? 'import-fan-out' : 'import-inline',
+    (r: ReactorBuilder<{ items: Item[]; factor: number }>) => {
+      const list = r.input('items', { type: 'array' });
+      const factor = r.input('factor', { type: 'number' });
+      const mapped = r.map('reserve-all', {
+        source: list,
+        element: 'reserve-item',
+        inputs: (item) => ({ sku: item.path('sku'), qty: item.path('qty'), factor }),
+        atomic: opts.atomic,
+        concurrency: opts.concurrency,
+        fanOut: opts.fanOut ? { batchSize: opts.fanOut } : undefined,
+        collect: opts.collect
+          ? async (results: MapResults<number>) => (await results.values()).reduce((a, b) => a + b, 0)
+          : undefined,
+      });
+      if (opts.failLater) r.step('after', () => failure('later step broke'), {}, { waitFor: [mapped] });
+      return mapped;
+    },
+  );
+}
+
+async function values(value: unknown): Promise<unknown> {
+  return typeof (value as MapResults<unknown>)?.values === 'function' ? (value as MapResults<unknown>).values() : value;
+}
+
+describe.each([
+  ['inline', undefined],
+  ['fan-out', 5],
+] as const)('map (%s)', (_mode, fanOut) => {
+  it('maps every element and gives the values in index order', async () => {
+    const log: string[] = [];
+    const { engine, dispatcher } = createHarness();
+    engine.register(reserveItem(log));
+    const started = await engine.run(importer({ fanOut }), { items, factor: 2 });
+    const outcome = fanOut ? await engine.wait(started.runId, { timeoutMs: 10_000 }) : started;
+    await dispatcher.idle();
+    expect(outcome.status).toBe('completed');
+    if (outcome.status !== 'completed') return;
+    expect(await values(outcome.value)).toEqual(items.map((i) => i.qty * 2));
+    const results = outcome.value as MapResults<number>;
+    expect(results.count).toBe(12);
+    expect(await results.at(-1)).toEqual({ index: 11, status: 'completed', value: 24 });
+    const view = await engine.get(outcome.runId);
+    expect(view?.maps['reserve-all']).toMatchObject({ total: 12, succeeded: 12, failed: 0, done: true });
+  });
+
+  it('applies collect the same way', async () => {
+    const { engine, dispatcher } = createHarness();
+    engine.register(reserveItem([]));
+    const started = await engine.run(importer({ fanOut, collect: true }), { items, factor: 3 });
+    const outcome = fanOut ? await engine.wait(started.runId, { timeoutMs: 10_000 }) : started;
+    await dispatcher.idle();
+    expect(outcome.status === 'completed' && outcome.value).toBe(3 * items.reduce((s, i) => s + i.qty, 0));
+  });
+
+  it('atomic: the first failure fails the map and every completed element is undone', async () => {
+    const log: string[] = [];
+    const { engine, dispatcher } = createHarness();
+    engine.register(reserveItem(log, ['sku-3']));
+    const started = await engine.run(importer({ fanOut }), { items, factor: 1 });
+    const outcome = fanOut ? await engine.wait(started.runId, { timeoutMs: 10_000 }) : started;
+    await dispatcher.idle();
+    expect(outcome.status).toBe('failed');
+    if (outcome.status !== 'failed') return;
+    expect(outcome.failure.errorMessage).toBe('no stock for sku-3');
+    const ran = log.filter((l) => l.startsWith('run:')).map((l) => l.slice(4));
+    const undone = log.filter((l) => l.startsWith('undo:')).map((l) => l.slice(5));
+    // Every element that completed was undone, highest index first; the failed one was not.
+    const completed = ran.filter((s) => s !== 'sku-3');
+    expect(undone).toEqual([...completed].sort((a, b) => Number(b.slice(4)) - Number(a.slice(4))));
+    if (!fanOut) expect(ran).toEqual(['sku-0', 'sku-1', 'sku-2', 'sku-3']);
+  });
+
+  it('non-atomic: every element runs and the value holds each outcome', async () => {
+    const log: string[] = [];
+    const { engine, dispatcher } = createHarness();
+    engine.register(reserveItem(log, ['sku-3', 'sku-7']));
+    const started = await engine.run(importer({ fanOut, atomic: false }), { items, factor: 1 });
+    const outcome = fanOut ? await engine.wait(started.runId, { timeoutMs: 10_000 }) : started;
+    await dispatcher.idle();
+    expect(outcome.status).toBe('completed');
+    if (outcome.status !== 'completed') return;
+    const results = outcome.value as MapResults<number>;
+    const failures: number[] = [];
+    for await (const f of results.failures()) failures.push(f.index);
+    expect(failures).toEqual([3, 7]);
+    expect((await results.values()).length).toBe(10);
+    expect(log.filter((l) => l.startsWith('undo:'))).toEqual([]);
+  });
+
+  it('a later step failing undoes every completed element, highest index first', async () => {
+    const log: string[] = [];
+    const { engine, dispatcher } = createHarness();
+    engine.register(reserveItem(log));
+    const started = await engine.run(importer({ fanOut, failLater: true }), { items, factor: 1 });
+    const outcome = fanOut ? await engine.wait(started.runId, { timeoutMs: 10_000 }) : started;
+    await dispatcher.idle();
+    expect(outcome.status).toBe('failed');
+    const undone = log.filter((l) => l.startsWith('undo:'));
+    expect(undone.length).toBe(12);
+    if (!fanOut) expect(undone).toEqual(items.map((i) => `undo:${i.sku}`).reverse());
+  });
+
+  it('undo(runId) of a completed run undoes every element', async () => {
+    const log: string[] = [];
+    const { engine, dispatcher } = createHarness();
+    engine.register(reserveItem(log));
+    const started = await engine.run(importer({ fanOut }), { items, factor: 1 });
+    const done = fanOut ? await engine.wait(started.runId, { timeoutMs: 10_000 }) : started;
+    log.length = 0;
+    const undone = await engine.undo(done.runId);
+    const final = undone.status === 'cancelled' ? undone : await engine.wait(done.runId, { timeoutMs: 10_000 });
+    await dispatcher.idle();
+    expect(final.status).toBe('cancelled');
+    expect(log.length).toBe(12);
+    expect(log.every((l) => l.startsWith('undo:'))).toBe(true);
+  });
+
+  it('an element halt halts the run', async () => {
+    const { engine, dispatcher } = createHarness();
+    engine.register(reserveItem([], [], ['sku-2']));
+    const started = await engine.run(importer({ fanOut }), { items, factor: 1 });
+    const outcome = fanOut ? await engine.wait(started.runId, { timeoutMs: 10_000 }) : started;
+    await dispatcher.idle();
+    expect(outcome).toMatchObject({ status: 'halted', reason: 'stop at sku-2' });
+  });
+});
+
+describe('map: back-pressure and sources', () => {
+  it('fan-out never has more than batchSize elements in flight', async () => {
+    const { engine, dispatcher } = createHarness();
+    let inFlight = 0;
+    let peak = 0;
+    engine.register(
+      defineReactor('slow-element', (r: ReactorBuilder<{ n: number }>) =>
+        r.step(
+          'work',
+          async ({ n }: { n: number }) => {
+            inFlight++;
+            peak = Math.max(peak, inFlight);
+            await new Promise((resolve) => setImmediate(resolve));
+            inFlight--;
+            return success(n);
+          },
+          { n: r.input('n', { type: 'number' }) },
+        ),
+      ),
+    );
+    const def = defineReactor('wide', (r: ReactorBuilder<{ ns: number[] }>) =>
+      r.map('all', {
+        source: r.input('ns', { type: 'array' }),
+        element: 'slow-element',
+        inputs: (n) => ({ n }),
+        fanOut: { batchSize: 4 },
+      }),
+    );
+    const started = await engine.run(def, { ns: Array.from({ length: 40 }, (_, i) => i) });
+    const outcome = await engine.wait(started.runId, { timeoutMs: 10_000 });
+    await dispatcher.idle();
+    expect(outcome.status).toBe('completed');
+    expect(peak).toBe(4);
+  });
+
+  it('maps an async iterable of 100k items without pulling more than `concurrency` ahead', async () => {
+    const { engine } = createHarness();
+    let pulled = 0;
+    let done = 0;
+    let ahead = 0;
+    async function* rows() {
+      for (let i = 0; i < 100_000; i++) {
+        pulled++;
+        ahead = Math.max(ahead, pulled - done);
+        yield { id: i, payload: 'x'.repeat(100) };
+      }
+    }
+    engine.register(
+      defineReactor('row', (r: ReactorBuilder<{ id: number }>) =>
+        r.step('count', ({ id }: { id: number }) => (done++, success(id % 2)), {
+          id: r.input('id', { type: 'number' }),
+        }),
+      ),
+    );
+    const def = defineReactor('import-rows', (r: ReactorBuilder<object>) =>
+      r.map('rows', {
+        source: () => rows(),
+        element: 'row',
+        inputs: (row) => ({ id: row.path('id') }),
+        concurrency: 8,
+        collect: async (results: MapResults<number>) => {
+          let odd = 0;
+          for await (const v of results.successes()) odd += v;
+          return odd;
+        },
+      }),
+    );
+    const outcome = await engine.run(def, {});
+    expect(outcome.status === 'completed' && outcome.value).toBe(50_000);
+    expect(pulled).toBe(100_000);
+    expect(ahead).toBeLessThanOrEqual(9);
+  }, 60_000);
+
+  it('an inline element builder is a reactor of its own, and undoAll receives completed results once', async () => {
+    const { engine } = createHarness();
+    const released: number[][] = [];
+    const def = defineReactor('bulk', (r: ReactorBuilder<{ ns: number[] }>) => {
+      const mapped = r.map('square', {
+        source: r.input('ns', { type: 'array' }),
+        element: (e: ReactorBuilder<{ n: number }>) =>
+          e.step('sq', ({ n }: { n: number }) => success(n * n), { n: e.input('n', { type: 'number' }) }),
+        inputs: (n) => ({ n }),
+        undoAll: async (completed) => {
+          const got: number[] = [];
+          for await (const c of completed) got.push(c.value as number);
+          released.push(got);
+        },
+      });
+      r.step('boom', () => failure('x'), {}, { waitFor: [mapped] });
+    });
+    const outcome = await engine.run(def, { ns: [1, 2, 3] });
+    expect(outcome.status).toBe('failed');
+    expect(released).toEqual([[1, 4, 9]]);
+    expect(engine.reactorNames()).toContain('bulk::square');
+  });
+});
