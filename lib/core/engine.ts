@@ -610,12 +610,12 @@ export class ReactorEngine {
         };
         // Checkpoints of an element go to the map's element state; its final record is written by settle.
         const save = async (final: boolean) => {
-          if (final && isTerminal(elementState.status)) return;
+          if (isTerminal(elementState.status)) return;
           elementState.updatedAt = this.clock.now();
           await maps.putElementState(mapId, index, elementState, lease);
           if (final) await this.options.locks.release(lease).catch(() => undefined);
         };
-        const execution = new RunExecution(def, elementState, env, save, false);
+        const execution = new RunExecution(def, elementState, env, save);
         const outcome = await execution.execute(claim.state !== undefined);
         if (outcome.status === 'dispatched') return; // a retry was scheduled
         record = recordOf(outcome);
@@ -736,10 +736,8 @@ export class ReactorEngine {
         } else if (!progress.done) {
           const lost = await maps.stalled(mapId, meta.batchSize);
           const inFlight = progress.dispatched - progress.settled;
-          const refill =
-            inFlight - lost.length < meta.batchSize
-              ? await maps.reserve(mapId, meta.batchSize - (inFlight - lost.length))
-              : [];
+          // The window lost its continuation (a dispatcher died after settling): top it up.
+          const refill = inFlight < meta.batchSize ? await maps.reserve(mapId, meta.batchSize - inFlight) : [];
           await this.dispatchMapJobs(meta.ownerRunId, meta.ownerReactor, mapId, [...lost, ...refill], 'map-element');
           acted = lost.length + refill.length > 0;
         }

@@ -1,6 +1,7 @@
 import { defineReactor, type ReactorBuilder } from '../../lib/core/definition/builder';
 import type { MapResults } from '../../lib/core/map/map-results';
 import { failure, halt, success } from '../../lib/core/results/step-outcome';
+import type { ReactorJob } from '../../lib/core/ports/job-dispatcher.port';
 import { createHarness } from './harness';
 
 interface Item {
@@ -263,5 +264,105 @@ describe('map: back-pressure and sources', () => {
     expect(outcome.status).toBe('failed');
     expect(released).toEqual([[1, 4, 9]]);
     expect(engine.reactorNames()).toContain('bulk::square');
+  });
+});
+
+describe('map: fan-out elements in workers', () => {
+  it('retries an element by re-enqueueing its job with the backoff delay', async () => {
+    const { engine, dispatcher, recorder } = createHarness();
+    const calls = new Map<number, number>();
+    engine.register(
+      defineReactor('flaky-element', (r: ReactorBuilder<{ n: number }>) =>
+        r.step(
+          'try',
+          ({ n }: { n: number }) => {
+            const c = (calls.get(n) ?? 0) + 1;
+            calls.set(n, c);
+            return n === 2 && c < 3 ? failure('busy') : success(n * 10);
+          },
+          { n: r.input('n', { type: 'number' }) },
+          { retries: { maxAttempts: 3, baseDelayMs: 50 } },
+        ),
+      ),
+    );
+    const def = defineReactor('retrying', (r: ReactorBuilder<{ ns: number[] }>) =>
+      r.map('all', {
+        source: r.input('ns', { type: 'array' }),
+        element: 'flaky-element',
+        inputs: (n) => ({ n }),
+        fanOut: { batchSize: 2 },
+      }),
+    );
+    const started = await engine.run(def, { ns: [0, 1, 2, 3] });
+    const outcome = await engine.wait(started.runId, { timeoutMs: 10_000 });
+    await dispatcher.idle();
+    expect(outcome.status === 'completed' && (await (outcome.value as MapResults<number>).values())).toEqual([
+      0, 10, 20, 30,
+    ]);
+    expect(calls.get(2)).toBe(3);
+    expect(recorder.sequence(['step.retry'])).toEqual(['step.retry:try', 'step.retry:try']);
+  });
+
+  it('fails an element whose inputs do not validate, with the field named', async () => {
+    const { engine, dispatcher } = createHarness();
+    engine.register(reserveItem([]));
+    const started = await engine.run(importer({ fanOut: 3, atomic: false }), {
+      items: [{ sku: 'a', qty: 1 }, { sku: 7, qty: 2 } as never],
+      factor: 1,
+    });
+    const outcome = await engine.wait(started.runId, { timeoutMs: 10_000 });
+    await dispatcher.idle();
+    expect(outcome.status).toBe('completed');
+    const failed = await (outcome.value as MapResults<number>).at(1);
+    expect(failed).toMatchObject({
+      status: 'failed',
+      failure: { code: 'INPUT_VALIDATION', fieldErrors: { sku: ['must be a string'] } },
+    });
+  });
+});
+
+describe('map: recovery', () => {
+  it('the map sweeper re-dispatches lost elements and resumes an owner whose signal was lost', async () => {
+    const jobs: ReactorJob[] = [];
+    // A dispatcher that only records: every job is "lost" unless the test delivers it.
+    const { engine, clock } = createHarness({ dispatcher: { dispatch: async (job) => void jobs.push(job) } });
+    const log: string[] = [];
+    engine.register(reserveItem(log));
+    const started = await engine.run(importer({ fanOut: 3 }), { items: items.slice(0, 5), factor: 1 });
+    expect(started.status).toBe('dispatched');
+    expect(jobs.map((j) => j.index)).toEqual([0, 1, 2]);
+
+    // The worker holding the first throw died: nothing ran. The sweeper finds the lost indices.
+    jobs.length = 0;
+    clock.advance(120_000);
+    expect(await engine.recoverMaps({ graceMs: 0 })).toBe(1);
+    expect(jobs.map((j) => j.index).sort()).toEqual([0, 1, 2]);
+
+    // Deliver element jobs (each settle dispatches the next index) but lose the owner's resume.
+    while (jobs.some((j) => j.kind === 'map-element')) {
+      const next = jobs.splice(
+        jobs.findIndex((j) => j.kind === 'map-element'),
+        1,
+      )[0];
+      await engine.handleJob(next);
+    }
+    expect(jobs).toEqual([{ kind: 'resume', runId: started.runId, reactorName: 'import-fan-out' }]);
+    jobs.length = 0;
+    expect((await engine.get(started.runId))?.status).toBe('running');
+
+    clock.advance(120_000);
+    expect(await engine.recoverMaps({ graceMs: 60_000 })).toBe(1);
+    expect(jobs).toEqual([{ kind: 'resume', runId: started.runId, reactorName: 'import-fan-out' }]);
+    await engine.handleJob(jobs[0]);
+    const done = await engine.get(started.runId);
+    expect(done?.status).toBe('completed');
+    expect(await (done?.value as MapResults<number>).values()).toEqual([1, 2, 3, 4, 5]);
+    expect(log.filter((l) => l.startsWith('run:')).sort()).toEqual([
+      'run:sku-0',
+      'run:sku-1',
+      'run:sku-2',
+      'run:sku-3',
+      'run:sku-4',
+    ]);
   });
 });
