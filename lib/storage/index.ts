@@ -1,9 +1,10 @@
-export { MemoryLockManager, MemoryReactorStorage, createMemoryAdapters } from './memory';
+export { MemoryLockManager, MemoryReactorStorage, MemoryMapStore, createMemoryAdapters } from './memory';
 export type { MemoryReactorStorageOptions, MemoryAdapters } from './memory';
 export {
   RedisKeys,
   RedisReactorStorage,
   RedisLockManager,
+  RedisMapStore,
   DEFAULT_CONTEXT_TTL_MS,
   defineScripts,
   resolveScriptsDir,
@@ -13,6 +14,8 @@ export type {
   RedisKeysOptions,
   RedisReactorStorageOptions,
   RedisLockManagerOptions,
+  RedisMapStoreOptions,
+  MapKeyPart,
   RedisConnection,
   ScriptName,
 } from './redis';

@@ -11,6 +11,8 @@ export enum StorageErrorCode {
   LeaseLost = -1,
   /** A script received an argument it cannot use (a non-numeric TTL, ...): a bug in the adapter. */
   InvalidArgument = -2,
+  /** The fan-out map is not stored (its retention TTL passed, or it was never created). */
+  MapMissing = -3,
 }
 
 /** Non-error results of `checkpoint-3.lua` (and of the memory adapter's save). */
@@ -25,7 +27,10 @@ export enum CheckpointResult {
 
 /** What the error is about, for its message. */
 export interface StorageErrorContext {
+  /** The run (or, for a map element, the element's run id `<mapId>#<index>`) the error is about. */
   runId: string;
+  /** The fan-out map the operation was on, if any (named by {@link StorageErrorCode.MapMissing}). */
+  mapId?: string;
   /** The script (or adapter method) that returned the code. */
   operation: string;
 }
@@ -42,6 +47,11 @@ export function storageError(code: number, context: StorageErrorContext): Reacto
       return new ReactorError(
         'INTERNAL',
         `Storage operation '${context.operation}' on run '${context.runId}' was given an invalid argument. This is a bug in nest-reactor.`,
+      );
+    case StorageErrorCode.MapMissing:
+      return new ReactorError(
+        'INTERNAL',
+        `Map '${context.mapId ?? context.runId}' is not stored (expired, or never dispatched); '${context.operation}' found nothing to work on.`,
       );
     default:
       return new ReactorError(

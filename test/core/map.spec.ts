@@ -312,7 +312,7 @@ describe('map: fan-out elements in workers', () => {
     });
     const outcome = await engine.wait(started.runId, { timeoutMs: 10_000 });
     await dispatcher.idle();
-    expect(outcome.status).toBe('completed');
+    if (outcome.status !== 'completed') throw new Error(`expected completed, got ${outcome.status}`);
     const failed = await (outcome.value as MapResults<number>).at(1);
     expect(failed).toMatchObject({
       status: 'failed',

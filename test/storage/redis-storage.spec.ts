@@ -293,7 +293,7 @@ describe('scripts', () => {
     expect(lua).toMatch(/^--\[\[/);
     for (const section of ['Input:', 'Output:']) expect(lua).toContain(section);
     const used = new Set([...lua.matchAll(/KEYS\[(\d+)\]/g)].map((m) => Number(m[1])));
-    expect([...used].sort()).toEqual(Array.from({ length: declared }, (_, i) => i + 1));
+    expect([...used].sort((a, b) => a - b)).toEqual(Array.from({ length: declared }, (_, i) => i + 1));
   });
 
   it('negative codes map to errors through one factory', () => {

@@ -13,6 +13,7 @@ import type { RollbackFailure } from '../../core/results/run-outcome';
 import { LeaseLostError } from '../../core/errors';
 import type { MemoryLockManager } from './memory-lock.manager';
 import { elementLeaseKey } from '../../core/map/map-keys';
+import { storageError, StorageErrorCode } from '../storage-error-codes';
 
 interface MemoryMap {
   meta: MapMeta;
@@ -60,14 +61,13 @@ export class MemoryMapStore implements MapStore {
 
   async putInputs(mapId: string, start: number, inputs: Array<Record<string, unknown>>): Promise<void> {
     // Inputs are written before the map is created (the source is streamed first).
-    let pending = this.pendingInputs.get(mapId);
-    if (!pending) this.pendingInputs.set(mapId, (pending = new Map()));
-    const target = this.maps.get(mapId)?.inputs ?? pending;
+    const target = this.maps.get(mapId)?.inputs ?? this.pendingInputs.get(mapId) ?? new Map<number, string>();
+    if (!this.maps.has(mapId)) this.pendingInputs.set(mapId, target);
     inputs.forEach((input, i) => target.set(start + i, JSON.stringify(input)));
   }
 
   async reserve(mapId: string, count: number): Promise<number[]> {
-    const map = this.need(mapId);
+    const map = this.need(mapId, 'reserve');
     return this.take(map, count);
   }
 
@@ -88,7 +88,7 @@ export class MemoryMapStore implements MapStore {
 
   async putElementState(mapId: string, index: number, state: RunState, lease: Lease): Promise<void> {
     if (!this.locks.holds(lease)) throw new LeaseLostError(`${mapId}#${index}`);
-    this.need(mapId).states.set(index, JSON.stringify(state));
+    this.need(mapId, 'putElementState').states.set(index, JSON.stringify(state));
   }
 
   async settleElement(
@@ -99,7 +99,7 @@ export class MemoryMapStore implements MapStore {
     lease: Lease,
   ): Promise<ElementSettled> {
     if (!this.locks.holds(lease)) throw new LeaseLostError(`${mapId}#${index}`);
-    const map = this.need(mapId);
+    const map = this.need(mapId, 'settleElement');
     const previous = map.records.get(index);
     if (previous) this.count(map, JSON.parse(previous) as ElementRecord, -1);
     map.records.set(index, JSON.stringify(record));
@@ -120,7 +120,7 @@ export class MemoryMapStore implements MapStore {
   }
 
   async records(mapId: string, from: number, to: number): Promise<Array<ElementRecord | undefined>> {
-    const map = this.need(mapId);
+    const map = this.need(mapId, 'records');
     const out: Array<ElementRecord | undefined> = [];
     for (let i = from; i < to; i++) {
       const raw = map.records.get(i);
@@ -136,11 +136,11 @@ export class MemoryMapStore implements MapStore {
   }
 
   async progress(mapId: string): Promise<MapProgress> {
-    return this.progressOf(this.need(mapId));
+    return this.progressOf(this.need(mapId, 'progress'));
   }
 
   async stalled(mapId: string, limit: number): Promise<number[]> {
-    const map = this.need(mapId);
+    const map = this.need(mapId, 'stalled');
     const out: number[] = [];
     const end = map.settledFrom ?? map.offset;
     for (let i = 0; i < end && out.length < limit; i++) {
@@ -150,7 +150,7 @@ export class MemoryMapStore implements MapStore {
   }
 
   async claimSignal(mapId: string): Promise<boolean> {
-    const map = this.need(mapId);
+    const map = this.need(mapId, 'claimSignal');
     if (!this.progressOf(map).done || map.signalled) return false;
     map.signalled = true;
     return true;
@@ -175,7 +175,7 @@ export class MemoryMapStore implements MapStore {
   }
 
   async startRollback(mapId: string, batchSize: number): Promise<number[]> {
-    const map = this.need(mapId);
+    const map = this.need(mapId, 'startRollback');
     if (map.rollback) return [];
     const order = [...map.states.keys()]
       .filter((i) => {
@@ -194,7 +194,7 @@ export class MemoryMapStore implements MapStore {
     failures: RollbackFailure[],
     lease: Lease | undefined,
   ): Promise<{ next: number[]; signalOwner: boolean }> {
-    const map = this.need(mapId);
+    const map = this.need(mapId, 'settleRollback');
     const rollback = map.rollback;
     if (!rollback) return { next: [], signalOwner: false };
     if (!rollback.outcomes.has(index)) rollback.outcomes.set(index, clone(failures));
@@ -263,9 +263,9 @@ export class MemoryMapStore implements MapStore {
     };
   }
 
-  private need(mapId: string): MemoryMap {
+  private need(mapId: string, operation = 'map store'): MemoryMap {
     const map = this.maps.get(mapId);
-    if (!map) throw new Error(`Map '${mapId}' is not stored (expired, or never dispatched).`);
+    if (!map) throw storageError(StorageErrorCode.MapMissing, { runId: mapId, mapId, operation });
     return map;
   }
 }

@@ -8,6 +8,9 @@ export type RedisConnection = Redis | Cluster;
 /**
  * The Lua scripts of `lib/scripts/`, by file name. The number before `.lua` is the key count.
  * Each is registered on a client as the command `nestReactor_<name>`.
+ *
+ * A script may inline a shared fragment of `lib/scripts/includes/` with a line
+ * `--- @include "<name>"` (fragments define local functions and never name `KEYS`).
  */
 export const SCRIPT_FILES = {
   checkpoint: 'checkpoint-3.lua',
@@ -16,12 +19,27 @@ export const SCRIPT_FILES = {
   extendLease: 'extendLease-1.lua',
   releaseLease: 'releaseLease-1.lua',
   acquireAndLoad: 'acquireAndLoad-2.lua',
+  mapCreate: 'mapCreate-7.lua',
+  mapPutInputs: 'mapPutInputs-1.lua',
+  mapReserve: 'mapReserve-6.lua',
+  mapClaimElement: 'mapClaimElement-5.lua',
+  mapPutElementState: 'mapPutElementState-7.lua',
+  mapSettleElement: 'mapSettleElement-7.lua',
+  mapRecords: 'mapRecords-2.lua',
+  mapProgress: 'mapProgress-2.lua',
+  mapClaimSignal: 'mapClaimSignal-6.lua',
+  mapStalled: 'mapStalled-2.lua',
+  mapStartRollback: 'mapStartRollback-10.lua',
+  mapSettleRollback: 'mapSettleRollback-10.lua',
+  mapRollbackProgress: 'mapRollbackProgress-2.lua',
+  mapStalledRollback: 'mapStalledRollback-3.lua',
 } as const;
 
 /** Name of a bundled script. */
 export type ScriptName = keyof typeof SCRIPT_FILES;
 
 const COMMAND_PREFIX = 'nestReactor_';
+const INCLUDE = /^--- @include "([\w.-]+)"[ \t]*$/gm;
 const MARKER = SCRIPT_FILES.checkpoint;
 
 let scriptsDir: string | undefined;
@@ -56,7 +74,11 @@ function source(name: ScriptName): { lua: string; numberOfKeys: number } {
     const file = SCRIPT_FILES[name];
     const keys = /-(\d+)\.lua$/.exec(file);
     if (!keys) throw new Error(`Script file name '${file}' does not end in -<numberOfKeys>.lua.`);
-    script = { lua: readFileSync(join(resolveScriptsDir(), file), 'utf8'), numberOfKeys: Number(keys[1]) };
+    const dir = resolveScriptsDir();
+    const lua = readFileSync(join(dir, file), 'utf8').replace(INCLUDE, (_, fragment: string) =>
+      readFileSync(join(dir, 'includes', `${fragment}.lua`), 'utf8'),
+    );
+    script = { lua, numberOfKeys: Number(keys[1]) };
     sources.set(name, script);
   }
   return script;

@@ -15,6 +15,23 @@ export interface RedisKeysOptions {
 
 /** Logical lease name the engine uses for a run's liveness lease. */
 const RUN_LEASE_PATTERN = /^run:(.+)$/s;
+/** Logical lease name of a map element: `mapel:<mapId>:<index>` (see `elementLeaseKey`). */
+const ELEMENT_LEASE_PATTERN = /^mapel:(.+):(\d+)$/s;
+
+/**
+ * The keys of one fan-out map, by part (see {@link RedisKeys.mapKey} and `RedisMapStore` for
+ * what each holds).
+ */
+export type MapKeyPart =
+  | 'meta'
+  | 'counters'
+  | 'inputs'
+  | 'records'
+  | 'statuses'
+  | 'states'
+  | 'rollback'
+  | 'rollback-order'
+  | 'rollback-outcomes';
 
 /**
  * The only place Redis keys are built.
@@ -28,21 +45,29 @@ const RUN_LEASE_PATTERN = /^run:(.+)$/s;
  * touch carries the shard's hash tag `{<prefix>:s<shard>}`:
  *
  * ```
- * <prefix>:{<prefix>:s<shard>}:run:<runId>     HASH  state (JSON), status, terminal ("1"/"0"), broken
- * <prefix>:{<prefix>:s<shard>}:lease:<runId>   STRING lease token, PX = lease TTL
- * <prefix>:{<prefix>:s<shard>}:active          ZSET  non-terminal run ids, score = updatedAt (ms)
+ * <prefix>:{<prefix>:s<shard>}:run:<runId>          HASH  state (JSON), status, terminal ("1"/"0"), broken
+ * <prefix>:{<prefix>:s<shard>}:lease:<runId>        STRING lease token, PX = lease TTL
+ * <prefix>:{<prefix>:s<shard>}:active               ZSET  non-terminal run ids, score = updatedAt (ms)
+ * <prefix>:{<prefix>:s<shard>}:map:<mapId>:<part>   a fan-out map's keys (see `RedisMapStore`)
+ * <prefix>:{<prefix>:s<shard>}:mapel:<mapId>:<i>    STRING lease of map element i, PX = lease TTL
+ * <prefix>:{<prefix>:s<shard>}:maps:open            ZSET  open map ids, score = createdAt (ms)
  * ```
  *
- * Sweepers read the `shards` indexes ({@link allActiveIndexKeys}) and merge them: O(in-flight),
- * never a keyspace scan. Sixteen shards spread the indexes over up to sixteen cluster nodes; a
- * run's keys never straddle slots.
+ * A run is sharded by its ROOT ({@link rootRunId}): a composed child `<root>/<step>` lives in its
+ * root's slot. A map `<runId>:<step>` ({@link mapRunIdOf}) lives in the slot of the run holding
+ * it, hence of that run's root (the owner the map resumes), and so do its element leases: every
+ * key a map script touches, and the owner's run record, share one hash tag.
+ *
+ * Sweepers read the `shards` indexes ({@link allActiveIndexKeys}, {@link allOpenMapsIndexKeys})
+ * and merge them: O(in-flight), never a keyspace scan. Sixteen shards spread the indexes over up
+ * to sixteen cluster nodes; a run's keys never straddle slots.
  *
  * Coordination keys are tagged by their own name, `<prefix>:{<kind>:<name>}[:<part>]`, so the
  * keys of one lock / semaphore / rate limit share a slot independently of any run. Sweep guards:
  * `<prefix>:{sweep:<name>}:guard`.
  *
- * NOTE: the hash is FNV-1a (32-bit) over the UTF-8 bytes of the run id: stable across processes,
- * Node versions and platforms. Never change it or `shards` under live data.
+ * NOTE: the hash is FNV-1a (32-bit) over the UTF-8 bytes of the root run id: stable across
+ * processes, Node versions and platforms. Never change it or `shards` under live data.
  */
 export class RedisKeys {
   /** First segment of every key. */
@@ -63,10 +88,35 @@ export class RedisKeys {
     this.shards = shards;
   }
 
-  /** The shard of `runId`: FNV-1a 32-bit of its UTF-8 bytes, modulo {@link shards}. */
+  /**
+   * The root of a run id: the part before the first `/` (composed children are `<root>/<step>`),
+   * or the whole id.
+   */
+  rootRunId(runId: string): string {
+    const slash = runId.indexOf('/');
+    return slash === -1 ? runId : runId.slice(0, slash);
+  }
+
+  /**
+   * The run (or composed child) holding map `mapId` (`<runId>:<step>`): the part before the last
+   * `:`, or the whole id when it has none.
+   *
+   * NOTE: a step name containing `:` cannot be told from a run id containing one. Such a map still
+   * keeps all its keys (and its element leases) in one slot, since they all derive from the map id
+   * the same way, but that slot may not be its owner run's.
+   */
+  mapRunIdOf(mapId: string): string {
+    const colon = mapId.lastIndexOf(':');
+    return colon === -1 ? mapId : mapId.slice(0, colon);
+  }
+
+  /**
+   * The shard of `runId`: FNV-1a 32-bit of the UTF-8 bytes of its root ({@link rootRunId}),
+   * modulo {@link shards}. A composed child shares its root's shard.
+   */
   shardOf(runId: string): number {
     let hash = 0x811c9dc5;
-    for (const byte of Buffer.from(runId, 'utf8')) {
+    for (const byte of Buffer.from(this.rootRunId(runId), 'utf8')) {
       hash ^= byte;
       hash = Math.imul(hash, 0x01000193) >>> 0;
     }
@@ -90,9 +140,7 @@ export class RedisKeys {
 
   /** Index of the non-terminal runs of `shard` (ZSET, score = updatedAt ms). */
   activeIndexKey(shard: number): string {
-    if (!Number.isInteger(shard) || shard < 0 || shard >= this.shards) {
-      throw new RangeError(`Shard ${shard} is out of range 0..${this.shards - 1}.`);
-    }
+    this.checkShard(shard);
     return `${this.shardBase(shard)}:active`;
   }
 
@@ -104,6 +152,40 @@ export class RedisKeys {
   /** Every shard's active index, shard 0 first. */
   allActiveIndexKeys(): string[] {
     return Array.from({ length: this.shards }, (_, shard) => this.activeIndexKey(shard));
+  }
+
+  /** The shard of map `mapId`: the shard of the run holding it ({@link mapRunIdOf}). */
+  mapShardOf(mapId: string): number {
+    return this.shardOf(this.mapRunIdOf(mapId));
+  }
+
+  /** Key `part` of map `mapId`, in its run's slot: `<shardBase>:map:<mapId>:<part>`. */
+  mapKey(mapId: string, part: MapKeyPart): string {
+    return `${this.shardBase(this.mapShardOf(mapId))}:map:${mapId}:${part}`;
+  }
+
+  /**
+   * The lease of element `index` of map `mapId` (STRING token with PX), in the map's slot:
+   * `<shardBase>:mapel:<mapId>:<index>`. The logical lease `mapel:<mapId>:<index>` maps here.
+   */
+  mapElementLeaseKey(mapId: string, index: number | string): string {
+    return `${this.shardBase(this.mapShardOf(mapId))}:mapel:${mapId}:${index}`;
+  }
+
+  /** Index of the open (not yet adopted) maps of `shard` (ZSET, score = createdAt ms). */
+  openMapsIndexKey(shard: number): string {
+    this.checkShard(shard);
+    return `${this.shardBase(shard)}:maps:open`;
+  }
+
+  /** The open-maps index of the shard map `mapId` lives in. */
+  openMapsIndexKeyOf(mapId: string): string {
+    return this.openMapsIndexKey(this.mapShardOf(mapId));
+  }
+
+  /** Every shard's open-maps index, shard 0 first. */
+  allOpenMapsIndexKeys(): string[] {
+    return Array.from({ length: this.shards }, (_, shard) => this.openMapsIndexKey(shard));
   }
 
   /**
@@ -134,11 +216,21 @@ export class RedisKeys {
 
   /**
    * Physical key of a logical lease name given to the LockManager. The run lease `run:<runId>`
-   * maps to {@link leaseKey} so that `checkpoint-3.lua` can check it in the run's slot; any other
-   * name maps to {@link lockKey}.
+   * maps to {@link leaseKey} so that `checkpoint-3.lua` can check it in the run's slot; a map
+   * element's lease `mapel:<mapId>:<index>` maps to {@link mapElementLeaseKey} so that the map
+   * scripts can check it in the map's slot; any other name maps to {@link lockKey}.
    */
   physicalLeaseKey(logicalKey: string): string {
     const run = RUN_LEASE_PATTERN.exec(logicalKey);
-    return run ? this.leaseKey(run[1]) : this.lockKey(logicalKey);
+    if (run) return this.leaseKey(run[1]);
+    const element = ELEMENT_LEASE_PATTERN.exec(logicalKey);
+    if (element) return this.mapElementLeaseKey(element[1], element[2]);
+    return this.lockKey(logicalKey);
+  }
+
+  private checkShard(shard: number): void {
+    if (!Number.isInteger(shard) || shard < 0 || shard >= this.shards) {
+      throw new RangeError(`Shard ${shard} is out of range 0..${this.shards - 1}.`);
+    }
   }
 }

@@ -1,0 +1,29 @@
+import type { Redis } from 'ioredis';
+import { RedisKeys, RedisLockManager, RedisMapStore } from '../../lib/storage/redis';
+import { describeMapStoreConformance } from '../conformance/map-store.conformance';
+import { cleanupPrefix, createTestRedis, uniquePrefix } from '../setup/redis';
+
+let redis: Redis;
+const filePrefix = uniquePrefix('redis-map-conformance').replace(/:$/, '');
+let counter = 0;
+
+beforeAll(() => {
+  redis = createTestRedis();
+});
+afterAll(async () => {
+  await cleanupPrefix(redis, filePrefix);
+  await redis.quit();
+});
+
+/** A Redis map store and lock manager under a fresh prefix per test. */
+describeMapStoreConformance('redis', () => {
+  const prefix = `${filePrefix}:${++counter}`;
+  const keys = new RedisKeys({ prefix });
+  return {
+    maps: new RedisMapStore(redis, { keys }),
+    locks: new RedisLockManager(redis, { keys }),
+    cleanup: async () => {
+      await cleanupPrefix(redis, `${prefix}:`);
+    },
+  };
+});
