@@ -444,6 +444,13 @@ export class ReactorEngine {
     mode: 'caller' | 'handoff',
   ): Promise<{ state: RunState; lease?: Lease }> {
     const runId = options.runId ?? (this.options.newRunId ?? randomUUID)();
+    if (typeof runId !== 'string' || runId.length === 0 || /[:/#{}]/.test(runId)) {
+      throw new InvalidRunStateError(
+        `Run id '${String(runId)}' is invalid: use a non-empty string without ':', '/', '#', '{' or '}'.`,
+        String(runId),
+        'invalid',
+      );
+    }
     const { inputs, errors } = await validateReactorInputs(def.inputs, input);
     const state = newRunState(def, runId, inputs, this.clock.now());
     let lease: Lease | undefined;

@@ -428,6 +428,8 @@ export class ReactorBuilder<I> {
 
   private checkNewStepName(name: string): void {
     if (typeof name !== 'string' || name.length === 0) this.fail('step names must be non-empty strings');
+    // Run, child and map ids are built from step names with these separators.
+    if (/[:/#{}]/.test(name)) this.fail(`step name '${name}' must not contain ':', '/', '#', '{' or '}'`, name);
     if (this.pending.some((p) => p.name === name))
       this.fail(`step '${name}' is declared twice; step names must be unique`, name);
   }
