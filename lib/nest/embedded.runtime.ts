@@ -21,8 +21,8 @@ export class EmbeddedReactorRuntime implements ReactorRuntime {
   readonly locks: MemoryLockManager;
   readonly dispatcher: InProcessJobDispatcher;
 
-  constructor(clock: Clock, logger: LoggerService) {
-    const { storage, locks } = createMemoryAdapters(clock);
+  constructor(clock: Clock, logger: LoggerService, options: { maxContextBytes?: number } = {}) {
+    const { storage, locks } = createMemoryAdapters(clock, options);
     this.storage = storage;
     this.locks = locks;
     this.dispatcher = new InProcessJobDispatcher(clock, (error, job) =>

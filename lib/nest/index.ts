@@ -4,6 +4,13 @@
  * ```ts
  * @Module({ imports: [ReactorModule.forRoot()], providers: [ChargeCard, CheckoutReactor] })
  * export class AppModule {}
+ *
+ * // durable: Redis and BullMQ, with the recovery sweeper driven by @nestjs/schedule
+ * @Module({
+ *   imports: [ScheduleModule.forRoot(), ReactorModule.forRoot({ redis: { url: process.env.REDIS_URL! } })],
+ *   providers: [ChargeCard, CheckoutReactor],
+ * })
+ * export class AppModule {}
  * ```
  */
 export { Step } from './step.decorator';
@@ -15,6 +22,7 @@ export type {
   ReactorModuleAsyncOptions,
   ReactorRedisOptions,
   ReactorSweeperOptions,
+  ReactorRuntimeKind,
   ResolvedReactorModuleOptions,
 } from './reactor-module-options.interface';
 export { REACTOR_MODULE_DEFAULTS, resolveReactorModuleOptions } from './reactor-module.options';

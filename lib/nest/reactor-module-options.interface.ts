@@ -9,11 +9,22 @@ export type ReactorRedisOptions =
   /** An existing ioredis connection (or cluster); the module never closes it. */
   | { connection: unknown };
 
-/** Options of the recovery sweepers (Redis runtime). */
+/**
+ * Options of the recovery sweepers (Redis runtime). The sweeper is a `@Cron` method driven by
+ * `@nestjs/schedule`: import `ScheduleModule.forRoot()` once in your application module.
+ */
 export interface ReactorSweeperOptions {
-  /** Schedule the sweepers at bootstrap. @default true */
+  /**
+   * Schedule the sweeper at bootstrap (Redis runtime, with `ScheduleModule.forRoot()` imported).
+   * With `false`, call `ReactorClient.sweepOnce()` from your own scheduler. @default true
+   */
   enabled?: boolean;
-  /** Milliseconds between sweeps. @default 30000 */
+  /**
+   * Milliseconds between sweeps. It becomes a cron schedule aligned to the clock, so it must be a
+   * whole number of seconds dividing a minute (1, 2, 3, 4, 5, 6, 10, 12, 15, 20 or 30 s) or of
+   * minutes dividing an hour (1, 2, 3, 4, 5, 6, 10, 12, 15, 20, 30 or 60 min); other values fail
+   * the boot. @default 30000
+   */
   intervalMs?: number;
 }
 
@@ -46,6 +57,38 @@ export interface ReactorModuleOptions {
   global?: boolean;
   /** Recovery sweepers. */
   sweeper?: ReactorSweeperOptions;
+  /**
+   * Redis runtime: consume jobs in this process. `false` makes a producer-only process (an API
+   * that starts runs and waits for them while other processes execute them). @default true
+   */
+  workers?: boolean;
+  /** Redis runtime: jobs one process executes at once. @default 10 */
+  workerConcurrency?: number;
+  /**
+   * Redis runtime: BullMQ retries of a job whose handling threw an infrastructure error (Redis
+   * unreachable mid-job, say), with exponential backoff from one second. When they run out the
+   * run is marked `failed` with code `JOB_RETRIES_EXHAUSTED` (not rolled back). Step failures are
+   * not infrastructure errors: they follow the step's own `retries`. @default 3
+   */
+  jobRetryCount?: number;
+  /** Redis runtime: how long a run's record is kept after its last write. @default 86400000 (24 h) */
+  contextTtlMs?: number;
+  /**
+   * Size limit of one stored run (UTF-8 bytes of its JSON). A step whose result would exceed it
+   * fails with `CONTEXT_TOO_LARGE`. @default 16777216 (16 MiB)
+   */
+  maxContextBytes?: number;
+  /**
+   * Redis runtime: number of shards runs are spread over (see `RedisKeys`). Fixed per deployment:
+   * changing it under live data strands existing runs. @default 16
+   */
+  shards?: number;
+  /**
+   * Redis runtime: on shutdown, how long workers may finish the jobs in hand before they are
+   * closed anyway (the runs they held are recovered by the sweeper once their lease expires).
+   * @default 10000
+   */
+  shutdownGraceMs?: number;
 }
 
 /** {@link ReactorModuleOptions} after validation, with every default applied. */
@@ -59,7 +102,20 @@ export interface ResolvedReactorModuleOptions {
   readonly clock: Clock;
   readonly global: boolean;
   readonly sweeper: Readonly<Required<ReactorSweeperOptions>>;
+  readonly workers: boolean;
+  readonly workerConcurrency: number;
+  readonly jobRetryCount: number;
+  readonly contextTtlMs: number;
+  readonly maxContextBytes: number;
+  readonly shards: number;
+  readonly shutdownGraceMs: number;
 }
+
+/**
+ * Which runtime a module runs: `embedded` (in memory, not durable) or `redis` (Redis and BullMQ).
+ * It decides which providers the module has, so `forRootAsync` takes it beside the factory.
+ */
+export type ReactorRuntimeKind = 'embedded' | 'redis';
 
 /**
  * Options of {@link ReactorModule.forRootAsync}: module options from a factory that may inject
@@ -67,6 +123,7 @@ export interface ResolvedReactorModuleOptions {
  *
  * ```ts
  * ReactorModule.forRootAsync({
+ *   runtime: 'redis',
  *   imports: [ConfigModule],
  *   inject: [ConfigService],
  *   useFactory: (config: ConfigService) => ({ redis: { url: config.getOrThrow('REDIS_URL') } }),
@@ -84,4 +141,11 @@ export interface ReactorModuleAsyncOptions {
   ) => Omit<ReactorModuleOptions, 'global'> | Promise<Omit<ReactorModuleOptions, 'global'>>;
   /** Register the module globally. @default true */
   global?: boolean;
+  /**
+   * The runtime the factory configures: `'redis'` when it returns a `redis` option, else
+   * `'embedded'`. It is given here because it decides the module's providers (BullMQ queue and
+   * worker, sweeper) before the factory runs; a factory whose result disagrees fails the boot.
+   * @default 'embedded'
+   */
+  runtime?: ReactorRuntimeKind;
 }

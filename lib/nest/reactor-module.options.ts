@@ -1,8 +1,10 @@
 import { systemClock, type Clock } from '../core/ports/clock.port';
 import type { ReactorMiddleware } from '../core/middleware/events';
+import { describeValidSweepIntervals, sweepCronExpression } from '../sweepers/sweep-schedule';
 import type {
   ReactorModuleOptions,
   ReactorRedisOptions,
+  ReactorRuntimeKind,
   ResolvedReactorModuleOptions,
 } from './reactor-module-options.interface';
 import { messages } from './reactor.messages';
@@ -15,6 +17,13 @@ export const REACTOR_MODULE_DEFAULTS = Object.freeze({
   snoozeDelayMs: 5_000,
   global: true,
   sweeper: Object.freeze({ enabled: true, intervalMs: 30_000 }),
+  workers: true,
+  workerConcurrency: 10,
+  jobRetryCount: 3,
+  contextTtlMs: 24 * 60 * 60 * 1000,
+  maxContextBytes: 16 * 1024 * 1024,
+  shards: 16,
+  shutdownGraceMs: 10_000,
 });
 
 const KNOWN_OPTIONS: ReadonlyArray<keyof ReactorModuleOptions> = [
@@ -27,6 +36,13 @@ const KNOWN_OPTIONS: ReadonlyArray<keyof ReactorModuleOptions> = [
   'clock',
   'global',
   'sweeper',
+  'workers',
+  'workerConcurrency',
+  'jobRetryCount',
+  'contextTtlMs',
+  'maxContextBytes',
+  'shards',
+  'shutdownGraceMs',
 ];
 
 /**
@@ -56,7 +72,31 @@ export function resolveReactorModuleOptions(raw: ReactorModuleOptions | undefine
     clock: resolveClock(options.clock),
     global: boolean('global', options.global, d.global),
     sweeper: Object.freeze(resolveSweeper(options.sweeper)),
+    workers: boolean('workers', options.workers, d.workers),
+    workerConcurrency: integer('workerConcurrency', options.workerConcurrency, d.workerConcurrency, 1),
+    jobRetryCount: integer('jobRetryCount', options.jobRetryCount, d.jobRetryCount, 0),
+    contextTtlMs: integer('contextTtlMs', options.contextTtlMs, d.contextTtlMs, 1),
+    maxContextBytes: integer('maxContextBytes', options.maxContextBytes, d.maxContextBytes, 1),
+    shards: integerInRange('shards', options.shards, d.shards, 1, 16384),
+    shutdownGraceMs: integer('shutdownGraceMs', options.shutdownGraceMs, d.shutdownGraceMs, 0),
   });
+}
+
+/**
+ * Validate the synchronous `runtime` option of `forRootAsync`.
+ * @default 'embedded'
+ */
+export function resolveRuntimeKind(value: unknown): ReactorRuntimeKind {
+  if (value === undefined) return 'embedded';
+  if (value !== 'embedded' && value !== 'redis') {
+    throw new Error(messages.optionInvalid('runtime', "'embedded' or 'redis'", value));
+  }
+  return value;
+}
+
+/** The runtime resolved options ask for: `redis` when the `redis` option is set. */
+export function runtimeKindOf(options: ResolvedReactorModuleOptions): ReactorRuntimeKind {
+  return options.redis ? 'redis' : 'embedded';
 }
 
 function resolveRedis(value: unknown): ReactorRedisOptions | undefined {
@@ -122,10 +162,11 @@ function resolveSweeper(value: unknown): { enabled: boolean; intervalMs: number 
     if (key !== 'enabled' && key !== 'intervalMs')
       throw new Error(messages.optionUnknown(`sweeper.${key}`, ['sweeper.enabled', 'sweeper.intervalMs']));
   }
-  return {
-    enabled: boolean('sweeper.enabled', value.enabled, d.enabled),
-    intervalMs: integer('sweeper.intervalMs', value.intervalMs, d.intervalMs, 1),
-  };
+  const intervalMs = integer('sweeper.intervalMs', value.intervalMs, d.intervalMs, 1);
+  if (sweepCronExpression(intervalMs) === undefined) {
+    throw new Error(messages.sweepIntervalInvalid(intervalMs, describeValidSweepIntervals()));
+  }
+  return { enabled: boolean('sweeper.enabled', value.enabled, d.enabled), intervalMs };
 }
 
 function integer(path: string, value: unknown, fallback: number, min: number): number {
@@ -134,6 +175,12 @@ function integer(path: string, value: unknown, fallback: number, min: number): n
     throw new Error(messages.optionInvalid(path, `an integer >= ${min}`, value));
   }
   return value;
+}
+
+function integerInRange(path: string, value: unknown, fallback: number, min: number, max: number): number {
+  const n = integer(path, value, fallback, min);
+  if (n > max) throw new Error(messages.optionInvalid(path, `an integer from ${min} to ${max}`, value));
+  return n;
 }
 
 function boolean(path: string, value: unknown, fallback: boolean): boolean {

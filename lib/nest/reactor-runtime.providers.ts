@@ -1,7 +1,11 @@
+import { getQueueToken } from '@nestjs/bullmq';
 import { Logger, type Provider } from '@nestjs/common';
+import type { Queue } from 'bullmq';
 import type { Clock } from '../core/ports/clock.port';
+import { REACTOR_QUEUE_NAME } from '../queue/queue.constants';
+import { RedisReactorRuntime } from '../queue/redis.runtime';
 import { EmbeddedReactorRuntime } from './embedded.runtime';
-import type { ResolvedReactorModuleOptions } from './reactor-module-options.interface';
+import type { ReactorRuntimeKind, ResolvedReactorModuleOptions } from './reactor-module-options.interface';
 import type { ReactorRuntime } from './reactor-runtime.interface';
 import {
   REACTOR_CLOCK,
@@ -15,30 +19,51 @@ import {
 import { messages } from './reactor.messages';
 
 /**
- * Build the runtime the options ask for. Without `redis`, the embedded runtime (and one warning
- * saying it is not durable).
+ * Build the runtime the options ask for: with `redis`, the Redis runtime on the module's BullMQ
+ * `queue` (it logs that the durable runtime is on); without, the embedded runtime (and one
+ * warning saying it is not durable).
  */
-export function createReactorRuntime(options: ResolvedReactorModuleOptions, clock: Clock): ReactorRuntime {
-  // NOTE: the Redis runtime plugs in here; everything downstream depends only on the tokens.
-  if (options.redis) throw new Error(messages.redisNotAvailableYet());
+export function createReactorRuntime(
+  options: ResolvedReactorModuleOptions,
+  clock: Clock,
+  queue?: Queue,
+): ReactorRuntime {
   const logger = new Logger(REACTOR_LOGGER_CONTEXT);
+  if (options.redis) {
+    // The module only has the queue when it was declared with the Redis runtime (forRoot with
+    // `redis`, or forRootAsync with runtime: 'redis'); the options factory checks they agree.
+    if (!queue) throw new Error(messages.runtimeMismatch('embedded'));
+    return new RedisReactorRuntime(options, queue, logger);
+  }
   logger.warn(messages.embeddedRuntimeWarning());
-  return new EmbeddedReactorRuntime(clock, logger);
+  return new EmbeddedReactorRuntime(clock, logger, { maxContextBytes: options.maxContextBytes });
 }
 
-/** The runtime and its adapters, each under its own token. Every one derives from `REACTOR_OPTIONS`. */
-export const reactorRuntimeProviders: Provider[] = [
-  {
-    provide: REACTOR_CLOCK,
-    useFactory: (options: ResolvedReactorModuleOptions): Clock => options.clock,
-    inject: [REACTOR_OPTIONS],
-  },
-  { provide: REACTOR_RUNTIME, useFactory: createReactorRuntime, inject: [REACTOR_OPTIONS, REACTOR_CLOCK] },
-  { provide: REACTOR_STORAGE, useFactory: (runtime: ReactorRuntime) => runtime.storage, inject: [REACTOR_RUNTIME] },
-  { provide: REACTOR_LOCKS, useFactory: (runtime: ReactorRuntime) => runtime.locks, inject: [REACTOR_RUNTIME] },
-  {
-    provide: REACTOR_DISPATCHER,
-    useFactory: (runtime: ReactorRuntime) => runtime.dispatcher,
-    inject: [REACTOR_RUNTIME],
-  },
-];
+/**
+ * The runtime and its adapters, each under its own token. Every one derives from `REACTOR_OPTIONS`;
+ * the Redis runtime also takes the BullMQ queue `@nestjs/bullmq` registers for the module.
+ */
+export function reactorRuntimeProviders(kind: ReactorRuntimeKind): Provider[] {
+  return [
+    {
+      provide: REACTOR_CLOCK,
+      useFactory: (options: ResolvedReactorModuleOptions): Clock => options.clock,
+      inject: [REACTOR_OPTIONS],
+    },
+    {
+      provide: REACTOR_RUNTIME,
+      useFactory: createReactorRuntime,
+      inject:
+        kind === 'redis'
+          ? [REACTOR_OPTIONS, REACTOR_CLOCK, getQueueToken(REACTOR_QUEUE_NAME)]
+          : [REACTOR_OPTIONS, REACTOR_CLOCK],
+    },
+    { provide: REACTOR_STORAGE, useFactory: (runtime: ReactorRuntime) => runtime.storage, inject: [REACTOR_RUNTIME] },
+    { provide: REACTOR_LOCKS, useFactory: (runtime: ReactorRuntime) => runtime.locks, inject: [REACTOR_RUNTIME] },
+    {
+      provide: REACTOR_DISPATCHER,
+      useFactory: (runtime: ReactorRuntime) => runtime.dispatcher,
+      inject: [REACTOR_RUNTIME],
+    },
+  ];
+}

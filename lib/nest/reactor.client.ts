@@ -4,6 +4,7 @@ import { getReactorMetadata } from '../core/definition/reactor-blueprint';
 import { ReactorEngine, type RunOptions, type RunView } from '../core/engine';
 import { ReactorError } from '../core/errors/reactor.error';
 import type { RunOutcome } from '../core/results/run-outcome';
+import { ReactorSweeper, type SweepResult } from '../sweepers/reactor.sweeper';
 import { ReactorRegistry } from './reactor.registry';
 import { messages } from './reactor.messages';
 
@@ -34,6 +35,7 @@ export class ReactorClient {
   constructor(
     private readonly engine: ReactorEngine,
     private readonly registry: ReactorRegistry,
+    private readonly sweeper: ReactorSweeper,
   ) {}
 
   /**
@@ -90,6 +92,18 @@ export class ReactorClient {
   async undo(runId: string): Promise<RunOutcome> {
     this.assertExplored('undo');
     return this.engine.undo(runId);
+  }
+
+  /**
+   * Run one recovery sweep now and return what it re-enqueued: runs that are `running` or
+   * `rolling_back` with no live lease and no update for the lease TTL (their executor died) go
+   * back to a worker. No guard: every call sweeps. For hosts that schedule recovery themselves
+   * (`sweeper: { enabled: false }` and an external cron); idempotent, safe next to the built-in
+   * sweeper.
+   */
+  async sweepOnce(): Promise<SweepResult> {
+    this.assertExplored('sweepOnce');
+    return this.sweeper.sweepOnce();
   }
 
   private nameOf(method: string, reactor: ReactorClass | string): string {

@@ -27,3 +27,6 @@ export const REACTOR_CLOCK = Symbol('nest-reactor:clock');
 
 /** Nest logger context of the module's messages. */
 export const REACTOR_LOGGER_CONTEXT = 'ReactorModule';
+
+/** A random id per `forRoot`/`forRootAsync` call, so that each call is a distinct Nest module. */
+export const REACTOR_MODULE_ID = Symbol('nest-reactor:module-id');

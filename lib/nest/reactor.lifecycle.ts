@@ -1,40 +1,72 @@
 import {
   Inject,
   Injectable,
+  Logger,
+  Optional,
   type BeforeApplicationShutdown,
   type OnApplicationBootstrap,
   type OnApplicationShutdown,
 } from '@nestjs/common';
 import { ReactorEngine } from '../core/engine';
+import { SweeperScheduler } from '../sweepers/sweeper.scheduler';
 import type { ReactorRuntime } from './reactor-runtime.interface';
-import { REACTOR_RUNTIME } from './reactor.constants';
+import { REACTOR_LOGGER_CONTEXT, REACTOR_RUNTIME } from './reactor.constants';
+import { messages } from './reactor.messages';
 
 /**
  * The module's start and stop, in one place (collection happens earlier, in the explorer's
  * `onModuleInit`):
  *
- * - `onApplicationBootstrap`: workers start consuming jobs (every reactor is registered by then);
- * - `beforeApplicationShutdown`: workers stop taking jobs;
- * - `onApplicationShutdown`: the runtime releases what it created.
+ * - `onApplicationBootstrap`: workers start consuming jobs (every reactor is registered by then),
+ *   then the sweeper is scheduled (Redis runtime);
+ * - `beforeApplicationShutdown`: the sweeper stops (a sweep in progress finishes), then the
+ *   workers stop taking jobs and drain for up to `shutdownGraceMs` before they are closed anyway;
+ * - `onApplicationShutdown`: the runtime closes its queue, then the Redis connections it created
+ *   (never a connection the application passed in).
+ *
+ * Leases: a run that finishes releases its own lease in its final save. A run let go by a forced
+ * worker close keeps its lease until it expires (`leaseTtlMs`); the sweeper then re-enqueues it.
+ *
+ * Every step runs in its own try/catch, so one failing cleanup never skips the next. The hooks
+ * live in the module's inner (non-global) module, so Nest runs them after every global module's
+ * bootstrap (`@nestjs/schedule` mounts its cron jobs then) and before their shutdown
+ * (`@nestjs/bullmq` closes its workers and queues then; closing twice is harmless).
  *
  * `app.close()` runs the shutdown hooks; `app.enableShutdownHooks()` also runs them on SIGTERM.
  */
 @Injectable()
 export class ReactorLifecycle implements OnApplicationBootstrap, BeforeApplicationShutdown, OnApplicationShutdown {
+  private readonly logger = new Logger(REACTOR_LOGGER_CONTEXT);
+
   constructor(
     @Inject(REACTOR_RUNTIME) private readonly runtime: ReactorRuntime,
     private readonly engine: ReactorEngine,
+    @Optional() private readonly scheduler?: SweeperScheduler,
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
     await this.runtime.startWorkers((job) => this.engine.handleJob(job));
+    this.scheduler?.schedule();
   }
 
   async beforeApplicationShutdown(): Promise<void> {
-    await this.runtime.stopWorkers();
+    try {
+      await this.scheduler?.stop();
+    } catch (error) {
+      this.logger.warn(messages.cleanupFailed('stop the sweeper', error));
+    }
+    try {
+      await this.runtime.stopWorkers();
+    } catch (error) {
+      this.logger.warn(messages.cleanupFailed('stop the workers', error));
+    }
   }
 
   async onApplicationShutdown(): Promise<void> {
-    await this.runtime.close();
+    try {
+      await this.runtime.close();
+    } catch (error) {
+      this.logger.warn(messages.cleanupFailed('close the runtime', error));
+    }
   }
 }

@@ -49,10 +49,68 @@ export const messages = {
   asyncFactoryReturnedGlobal: (): string =>
     "ReactorModule.forRootAsync(): useFactory returned 'global', which changes the module's shape and so cannot " +
     'come from an async factory. Pass it beside the factory instead: forRootAsync({ global: false, useFactory }).',
-  redisNotAvailableYet: (): string =>
-    "ReactorModule: the 'redis' option is recognised, but the Redis runtime is not wired into the Nest module in " +
-    "this version. Omit 'redis' to run embedded (in-memory, not durable), or use the Redis adapters from " +
-    "'lib/storage/redis' with the Nest-free ReactorEngine.",
+  asyncFactoryReturnedRuntime: (): string =>
+    "ReactorModule.forRootAsync(): useFactory returned 'runtime', which changes the module's shape and so cannot " +
+    "come from an async factory. Pass it beside the factory instead: forRootAsync({ runtime: 'redis', useFactory }).",
+  runtimeMismatch: (runtime: 'embedded' | 'redis'): string =>
+    runtime === 'redis'
+      ? "ReactorModule.forRootAsync({ runtime: 'redis' }): useFactory returned no 'redis' option, so there is no " +
+        'Redis to run on. Return { redis: { url } } (or { redis: { connection } }) from the factory, or drop ' +
+        "runtime: 'redis' to run embedded."
+      : "ReactorModule.forRootAsync(): useFactory returned a 'redis' option, but the module was declared with the " +
+        "embedded runtime (the default). Pass runtime: 'redis' beside the factory: " +
+        "forRootAsync({ runtime: 'redis', imports, inject, useFactory }).",
+  sweepIntervalInvalid: (intervalMs: number, valid: string): string =>
+    `ReactorModule option 'sweeper.intervalMs' is ${intervalMs}, which is not a clock-aligned cron interval. ` +
+    `Use one of: ${valid} (in milliseconds: 1000 ... 30000, 60000 ... 3600000). ` +
+    'For another schedule set sweeper.enabled: false and call ReactorClient.sweepOnce() from your own scheduler.',
+  redisConnectionInvalid: (value: unknown): string =>
+    `ReactorModule option 'redis.connection' must be an ioredis client (new Redis(...) or new Cluster(...)) ` +
+    `(got ${show(value)}). Or pass { redis: { url } } and let the module create and close its own connections.`,
+  redisConnectionRetries: (value: unknown): string =>
+    `ReactorModule option 'redis.connection' has maxRetriesPerRequest ${show(value)}; BullMQ workers need null ` +
+    '(they block on the connection). Create it with new Redis(url, { maxRetriesPerRequest: null }), or pass ' +
+    '{ redis: { url } } and let the module create its own connections.',
+  redisRuntimeStarted: (prefix: string, queue: string, bullPrefix: string, workers: boolean): string =>
+    `Durable runtime on Redis and BullMQ: keys under '${prefix}', BullMQ queue '${queue}' (prefix '${bullPrefix}'), ` +
+    (workers ? 'this process runs workers.' : 'workers disabled in this process (workers: false): it only enqueues.'),
+  redisClientError: (error: unknown): string =>
+    `Redis connection error (nest-reactor storage client): ${(error as Error)?.message ?? String(error)}`,
+  queueError: (what: 'queue' | 'worker', error: unknown): string =>
+    `BullMQ ${what} error (nest-reactor): ${(error as Error)?.message ?? String(error)}`,
+  workerNotRegistered: (): string =>
+    'The nest-reactor BullMQ worker was not created by @nestjs/bullmq before application bootstrap. If your app ' +
+    'sets BullModule extraOptions.manualRegistration, call BullRegistrar.register() in an onModuleInit hook so ' +
+    "every processor (nest-reactor's included) is registered before bootstrap.",
+  jobRetriesExhausted: (attempts: number, error: unknown): string =>
+    `job retries exhausted after ${attempts} attempt${attempts === 1 ? '' : 's'}: ` +
+    `${(error as Error)?.message ?? String(error)}`,
+  shutdownGraceExpired: (active: number, graceMs: number): string =>
+    `Shutdown: ${active} job${active === 1 ? '' : 's'} still running after shutdownGraceMs (${graceMs} ms); ` +
+    'closing the worker anyway. Their runs keep their last checkpoint and are re-enqueued by the sweeper once ' +
+    'their lease expires (leaseTtlMs); the step in flight runs again.',
+  abandonedJobFailed: (runId: string, error: unknown): string =>
+    `Run '${runId}' was still executing when its worker shut down and then failed: ` +
+    `${(error as Error)?.message ?? String(error)}. The sweeper will re-enqueue it from its last checkpoint.`,
+  workerShuttingDown: (): string => 'The nest-reactor worker is shutting down; the job is left for another worker.',
+  cleanupFailed: (what: string, error: unknown): string =>
+    `Shutdown: could not ${what}: ${(error as Error)?.message ?? String(error)}`,
+
+  // Sweeper
+  sweeperNoScheduleModule: (): string =>
+    'The recovery sweeper is not scheduled: ScheduleModule from @nestjs/schedule is not imported, so stalled ' +
+    'runs (whose worker died) are not recovered. Import ScheduleModule.forRoot() once in your application ' +
+    'module, or set sweeper: { enabled: false } and call ReactorClient.sweepOnce() from your own cron.',
+  sweeperCronMissing: (name: string): string =>
+    `The recovery sweeper is not scheduled: SchedulerRegistry has no cron job '${name}' (ScheduleModule was ` +
+    'imported with cronJobs: false?). Import ScheduleModule.forRoot() with cron jobs enabled, or set ' +
+    'sweeper: { enabled: false } and call ReactorClient.sweepOnce() from your own cron.',
+  sweeperScheduled: (expression: string, intervalMs: number): string =>
+    `Recovery sweeper scheduled every ${intervalMs} ms (cron '${expression}', UTC).`,
+  sweepRecovered: (reactors: number): string =>
+    `Recovery sweep re-enqueued ${reactors} stalled run${reactors === 1 ? '' : 's'}.`,
+  sweepFailed: (error: unknown): string =>
+    `Recovery sweep failed; the next tick tries again: ${(error as Error)?.stack ?? String(error)}`,
   embeddedRuntimeWarning: (): string =>
     "Running the embedded runtime: in memory, not durable. Runs, leases and jobs live in this process's memory " +
     'and are lost when it exits; use it for development and tests. Configure ' +

@@ -1,7 +1,16 @@
+import { randomUUID } from 'node:crypto';
 import { Module, type DynamicModule, type Provider } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
-import type { ReactorModuleAsyncOptions, ReactorModuleOptions } from './reactor-module-options.interface';
-import { resolveReactorModuleOptions } from './reactor-module.options';
+import { reactorQueueImports } from '../queue/reactor-queue.imports';
+import { RunProcessor } from '../queue/run.processor';
+import { ReactorSweeper } from '../sweepers/reactor.sweeper';
+import { SweeperScheduler } from '../sweepers/sweeper.scheduler';
+import type {
+  ReactorModuleAsyncOptions,
+  ReactorModuleOptions,
+  ReactorRuntimeKind,
+} from './reactor-module-options.interface';
+import { resolveReactorModuleOptions, resolveRuntimeKind, runtimeKindOf } from './reactor-module.options';
 import { reactorEngineProvider } from './reactor-engine.provider';
 import { reactorRuntimeProviders } from './reactor-runtime.providers';
 import { ReactorClient } from './reactor.client';
@@ -9,6 +18,7 @@ import {
   REACTOR_CLOCK,
   REACTOR_DISPATCHER,
   REACTOR_LOCKS,
+  REACTOR_MODULE_ID,
   REACTOR_OPTIONS,
   REACTOR_RUNTIME,
   REACTOR_STORAGE,
@@ -18,15 +28,23 @@ import { ReactorLifecycle } from './reactor.lifecycle';
 import { ReactorRegistry } from './reactor.registry';
 import { messages } from './reactor.messages';
 
-const EXPORTS = [
-  ReactorClient,
-  REACTOR_OPTIONS,
-  REACTOR_RUNTIME,
-  REACTOR_STORAGE,
-  REACTOR_LOCKS,
-  REACTOR_DISPATCHER,
-  REACTOR_CLOCK,
-];
+const EXPORTS = [ReactorClient, REACTOR_RUNTIME, REACTOR_STORAGE, REACTOR_LOCKS, REACTOR_DISPATCHER, REACTOR_CLOCK];
+
+/**
+ * Provides `REACTOR_OPTIONS` (from `forRoot` options, or the `forRootAsync` factory with its
+ * imports). Imported by the inner module and by the BullMQ configuration.
+ * @internal
+ */
+@Module({})
+export class ReactorOptionsModule {}
+
+/**
+ * Holds the module's providers and lifecycle hooks. It is never global, so Nest runs its hooks
+ * after every global module's bootstrap and before their shutdown (see `ReactorLifecycle`).
+ * @internal
+ */
+@Module({})
+export class ReactorCoreModule {}
 
 /**
  * Durable saga orchestration for Nest. Import it once, in the root module:
@@ -39,61 +57,112 @@ const EXPORTS = [
  * export class AppModule {}
  * ```
  *
+ * Durable, on Redis and BullMQ (the app imports `ScheduleModule` once, for the recovery sweeper):
+ *
+ * ```ts
+ * @Module({
+ *   imports: [
+ *     ScheduleModule.forRoot(),
+ *     ReactorModule.forRoot({ redis: { url: process.env.REDIS_URL! }, prefix: 'orders' }),
+ *   ],
+ * })
+ * export class AppModule {}
+ * ```
+ *
  * At boot the module discovers every `@Step` and `@Reactor` provider, builds and validates the
- * reactor definitions (a bad one fails `app.init()`), then starts its workers at application
- * bootstrap. Inject {@link ReactorClient} to run reactors. The module is global unless
+ * reactor definitions (a bad one fails `app.init()`), then starts its workers and schedules its
+ * sweeper at bootstrap. Inject {@link ReactorClient} to run reactors. The module is global unless
  * `global: false`.
+ *
+ * With Redis, the module registers its BullMQ queue (`nest-reactor`) and worker through
+ * `@nestjs/bullmq` under its own config key, so the application's `BullModule.forRoot()` is left
+ * alone.
  */
 @Module({})
 export class ReactorModule {
   /** Configure the module with static options (validated here, at import time). */
   static forRoot(options: ReactorModuleOptions = {}): DynamicModule {
     const resolved = resolveReactorModuleOptions(options);
-    return ReactorModule.assemble(resolved.global, [], { provide: REACTOR_OPTIONS, useValue: resolved });
+    // NOTE: a factory, not `useValue`: Nest hashes a dynamic module's metadata to identify it,
+    // and options may hold a live connection (slow to hash, and its state changes meanwhile).
+    return ReactorModule.assemble(resolved.global, runtimeKindOf(resolved), [], {
+      provide: REACTOR_OPTIONS,
+      useFactory: () => resolved,
+    });
   }
 
   /**
-   * Configure the module from a factory that may inject providers. `global` changes the module's
-   * shape, so it is given here, beside the factory. The factory's result is validated like
-   * `forRoot` options when the module is instantiated.
+   * Configure the module from a factory that may inject providers. `global` and `runtime` change
+   * the module's shape, so they are given here, beside the factory; `runtime: 'redis'` is required
+   * when the factory returns a `redis` option. The factory's result is validated like `forRoot`
+   * options when the module is instantiated.
+   *
+   * ```ts
+   * ReactorModule.forRootAsync({
+   *   runtime: 'redis',
+   *   imports: [ConfigModule],
+   *   inject: [ConfigService],
+   *   useFactory: (config: ConfigService) => ({ redis: { url: config.getOrThrow('REDIS_URL') } }),
+   * })
+   * ```
    */
   static forRootAsync(options: ReactorModuleAsyncOptions): DynamicModule {
     if (!options || typeof options.useFactory !== 'function') throw new Error(messages.asyncOptionsWithoutFactory());
     const { global } = resolveReactorModuleOptions({ global: options.global });
+    const runtime = resolveRuntimeKind(options.runtime);
     const useFactory = options.useFactory as (
       ...deps: unknown[]
     ) => ReturnType<ReactorModuleAsyncOptions['useFactory']>;
-    return ReactorModule.assemble(global, options.imports ?? [], {
+    return ReactorModule.assemble(global, runtime, options.imports ?? [], {
       provide: REACTOR_OPTIONS,
       useFactory: async (...deps: unknown[]) => {
         const raw: ReactorModuleOptions = await useFactory(...deps);
         if (raw !== null && typeof raw === 'object' && 'global' in raw)
           throw new Error(messages.asyncFactoryReturnedGlobal());
-        return resolveReactorModuleOptions(raw);
+        if (raw !== null && typeof raw === 'object' && 'runtime' in raw)
+          throw new Error(messages.asyncFactoryReturnedRuntime());
+        const resolved = resolveReactorModuleOptions(raw);
+        if (runtimeKindOf(resolved) !== runtime) throw new Error(messages.runtimeMismatch(runtime));
+        return resolved;
       },
       inject: options.inject ?? [],
     });
   }
 
+  /**
+   * The module tree: this (global unless `global: false`) imports and re-exports the inner module,
+   * which holds every provider; the options live in their own module so that the BullMQ
+   * configuration can read them too.
+   */
   private static assemble(
     global: boolean,
+    runtime: ReactorRuntimeKind,
     imports: NonNullable<DynamicModule['imports']>,
     optionsProvider: Provider,
   ): DynamicModule {
-    return {
-      module: ReactorModule,
-      global,
-      imports: [DiscoveryModule, ...imports],
+    const optionsModule: DynamicModule = {
+      module: ReactorOptionsModule,
+      imports,
+      // The id makes each forRoot/forRootAsync call a distinct module (see the note in forRoot).
+      providers: [optionsProvider, { provide: REACTOR_MODULE_ID, useValue: randomUUID() }],
+      exports: [REACTOR_OPTIONS],
+    };
+    const redis = runtime === 'redis';
+    const core: DynamicModule = {
+      module: ReactorCoreModule,
+      imports: [DiscoveryModule, optionsModule, ...(redis ? reactorQueueImports(optionsModule) : [])],
       providers: [
-        optionsProvider,
-        ...reactorRuntimeProviders,
+        ...reactorRuntimeProviders(runtime),
         ReactorRegistry,
         reactorEngineProvider,
         ReactorExplorer,
+        ReactorSweeper,
+        ...(redis ? [RunProcessor, SweeperScheduler] : []),
         ReactorLifecycle,
         ReactorClient,
       ],
-      exports: EXPORTS,
+      exports: [...EXPORTS, optionsModule],
     };
+    return { module: ReactorModule, global, imports: [core], exports: [core] };
   }
 }

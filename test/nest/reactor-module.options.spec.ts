@@ -111,13 +111,15 @@ describe('ReactorModule options', () => {
       );
     });
 
-    it('says the Redis runtime is not wired yet when redis is configured', async () => {
-      const builder = Test.createTestingModule({
-        imports: [ReactorModule.forRoot({ redis: { url: 'redis://localhost:6379' } })],
-      }).setLogger(new CapturingLogger());
-
-      await expect(builder.compile()).rejects.toThrow(
-        "ReactorModule: the 'redis' option is recognised, but the Redis runtime is not wired into the Nest module",
+    it('refuses a sweeper interval that is not clock-aligned, listing the valid ones', () => {
+      expect(() => ReactorModule.forRoot({ sweeper: { intervalMs: 45_000 } })).toThrow(
+        "ReactorModule option 'sweeper.intervalMs' is 45000, which is not a clock-aligned cron interval. Use one of: 1s, 2s,",
+      );
+      expect(() => ReactorModule.forRoot({ shards: 0 })).toThrow(
+        "ReactorModule option 'shards' must be an integer >= 1",
+      );
+      expect(() => ReactorModule.forRoot({ workers: 'yes' as never })).toThrow(
+        "ReactorModule option 'workers' must be true or false",
       );
     });
   });
@@ -133,6 +135,13 @@ describe('ReactorModule options', () => {
       clock: systemClock,
       global: true,
       sweeper: { enabled: true, intervalMs: 30_000 },
+      workers: true,
+      workerConcurrency: 10,
+      jobRetryCount: 3,
+      contextTtlMs: 86_400_000,
+      maxContextBytes: 16 * 1024 * 1024,
+      shards: 16,
+      shutdownGraceMs: 10_000,
     });
     expect(resolveReactorModuleOptions({ sweeper: { enabled: false } }).sweeper).toEqual({
       enabled: false,

@@ -1,0 +1,120 @@
+import { Queue, type ConnectionOptions, type JobsOptions } from 'bullmq';
+import type { JobDispatcher, ReactorJob } from '../core/ports/job-dispatcher.port';
+import { FAILED_JOBS_KEPT, JOB_BACKOFF_BASE_MS, REACTOR_QUEUE_NAME } from './queue.constants';
+
+/** Options of {@link BullMqJobDispatcher}. */
+export interface BullMqJobDispatcherOptions {
+  /**
+   * BullMQ retries of a job whose handler threw (an infrastructure error); a job runs at most
+   * `jobRetryCount + 1` times. @default 3
+   */
+  jobRetryCount?: number;
+  /** First delay of the exponential backoff between those retries. @default 1000 */
+  backoffMs?: number;
+}
+
+/**
+ * Options of a {@link BullMqJobDispatcher} that creates (and on {@link BullMqJobDispatcher.close}
+ * closes) its own queue, for use without Nest.
+ */
+export interface StandaloneBullMqJobDispatcherOptions extends BullMqJobDispatcherOptions {
+  /** BullMQ connection: options (BullMQ creates and closes the connection) or an ioredis client. */
+  connection: ConnectionOptions;
+  /** BullMQ key prefix, as given to your `Worker`. @default 'bull' */
+  prefix?: string;
+  /** Queue name, as given to your `Worker`. @default 'nest-reactor' */
+  queueName?: string;
+}
+
+/**
+ * The Redis runtime's {@link JobDispatcher}: one BullMQ job per dispatch on the module's queue.
+ * The job's name is its kind and its data the identity-only {@link ReactorJob}; the run's state is
+ * already in Redis when this is called.
+ *
+ * In the Nest module it is built over the queue `@nestjs/bullmq` registers. Without Nest, give it
+ * connection settings and it creates its own queue (consume it with a BullMQ `Worker` of the same
+ * name and prefix whose processor calls `engine.handleJob(job.data)`):
+ *
+ * ```ts
+ * const dispatcher = new BullMqJobDispatcher({ connection: { url }, prefix: 'orders' });
+ * const engine = new ReactorEngine({ storage, locks, dispatcher });
+ * new Worker('nest-reactor', (job) => engine.handleJob(job.data), { connection: { url }, prefix: 'orders' });
+ * ```
+ *
+ * Every dispatch adds a new job (no fixed job id): a snooze or a delayed retry re-enqueues the run
+ * while the job that re-enqueues it is still active, and a fixed id would swallow it. Duplicates
+ * are harmless: a delivery of a run that is executing elsewhere finds its lease held and snoozes.
+ */
+export class BullMqJobDispatcher implements JobDispatcher {
+  /** The queue jobs are added to. */
+  readonly queue: Queue;
+  private readonly ownsQueue: boolean;
+  private readonly attempts: number;
+  private readonly backoffMs: number;
+
+  /** Dispatch to `queue` (never closed here). */
+  constructor(queue: Queue, options?: BullMqJobDispatcherOptions);
+  /** Create a queue from connection settings (closed by {@link close}). */
+  constructor(options: StandaloneBullMqJobDispatcherOptions);
+  constructor(queueOrOptions: Queue | StandaloneBullMqJobDispatcherOptions, options: BullMqJobDispatcherOptions = {}) {
+    if (isQueue(queueOrOptions)) {
+      this.queue = queueOrOptions;
+      this.ownsQueue = false;
+    } else {
+      options = queueOrOptions;
+      const { connection, prefix, queueName } = queueOrOptions;
+      this.queue = new Queue(queueName ?? REACTOR_QUEUE_NAME, { connection, prefix });
+      this.ownsQueue = true;
+    }
+    this.attempts = (options.jobRetryCount ?? 3) + 1;
+    this.backoffMs = options.backoffMs ?? JOB_BACKOFF_BASE_MS;
+  }
+
+  async dispatch(job: ReactorJob, options: { delayMs?: number } = {}): Promise<void> {
+    await this.queue.add(job.kind, identityOf(job), this.jobOptions(options.delayMs));
+  }
+
+  /** Enqueue many jobs in one round trip (`addBulk`), e.g. the elements of a map window. */
+  async dispatchMany(jobs: ReactorJob[], options: { delayMs?: number } = {}): Promise<void> {
+    if (jobs.length === 0) return;
+    await this.queue.addBulk(
+      jobs.map((job) => ({ name: job.kind, data: identityOf(job), opts: this.jobOptions(options.delayMs) })),
+    );
+  }
+
+  private jobOptions(delayMs = 0): JobsOptions {
+    const options: JobsOptions = {
+      attempts: this.attempts,
+      backoff: { type: 'exponential', delay: this.backoffMs },
+      removeOnComplete: true,
+      removeOnFail: { count: FAILED_JOBS_KEPT },
+    };
+    const delay = Math.max(0, Math.ceil(delayMs));
+    if (delay > 0) options.delay = delay;
+    return options;
+  }
+
+  /** Jobs not finished yet: waiting, delayed, prioritized or active. */
+  async pending(): Promise<number> {
+    return this.queue.getJobCountByTypes('waiting', 'paused', 'delayed', 'prioritized', 'active', 'waiting-children');
+  }
+
+  /** Close the queue if this dispatcher created it (a queue given to it is left open). Idempotent. */
+  async close(): Promise<void> {
+    if (this.ownsQueue) await this.queue.close();
+  }
+}
+
+function isQueue(value: Queue | StandaloneBullMqJobDispatcherOptions): value is Queue {
+  // NOTE: not `instanceof`: a BullMQ Pro queue, or one from another copy of bullmq, is a queue too.
+  return typeof (value as Queue).add === 'function';
+}
+
+/** The job's identity fields only, without `undefined` values. */
+function identityOf(job: ReactorJob): ReactorJob {
+  const data: ReactorJob = { kind: job.kind, runId: job.runId, reactorName: job.reactorName };
+  if (job.snoozes !== undefined) data.snoozes = job.snoozes;
+  if (job.mapId !== undefined) data.mapId = job.mapId;
+  if (job.index !== undefined) data.index = job.index;
+  return data;
+}

@@ -1,0 +1,24 @@
+/** Name of the BullMQ queue every nest-reactor job goes through. */
+export const REACTOR_QUEUE_NAME = 'nest-reactor';
+
+/**
+ * The `@nestjs/bullmq` config key nest-reactor registers its BullMQ settings under, so the app's
+ * own `BullModule.forRoot()` (the default key) is never replaced or read.
+ */
+export const REACTOR_BULL_CONFIG_KEY = 'nest-reactor';
+
+/** First delay of the exponential backoff between infrastructure retries of a job. */
+export const JOB_BACKOFF_BASE_MS = 1_000;
+
+/** Failed jobs BullMQ keeps for inspection (the newest ones). */
+export const FAILED_JOBS_KEPT = 1_000;
+
+/**
+ * The BullMQ `prefix` for a module `prefix`: `<prefix>:{<prefix>:queue}`. Every BullMQ key starts
+ * with it, so the queue's keys live under the application's prefix, and the hash tag puts all of
+ * them in one Redis Cluster slot (BullMQ's scripts touch several keys of a queue at once, so on a
+ * cluster its prefix must carry a hash tag).
+ */
+export function bullMqPrefix(prefix: string): string {
+  return `${prefix}:{${prefix}:queue}`;
+}

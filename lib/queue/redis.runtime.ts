@@ -1,0 +1,188 @@
+import type { LoggerService } from '@nestjs/common';
+import type { Queue } from 'bullmq';
+import Redis from 'ioredis';
+import type { JobHandler } from '../core/ports/job-dispatcher.port';
+import type { ResolvedReactorModuleOptions } from '../nest/reactor-module-options.interface';
+import type { ReactorRuntime } from '../nest/reactor-runtime.interface';
+import { messages } from '../nest/reactor.messages';
+import { RedisKeys } from '../storage/redis/redis.keys';
+import { RedisLockManager } from '../storage/redis/redis-lock.manager';
+import { RedisReactorStorage } from '../storage/redis/redis-reactor.storage';
+import type { RedisConnection } from '../storage/redis/redis-scripts';
+import { BullMqJobDispatcher } from './bullmq-job.dispatcher';
+import { bullMqPrefix, REACTOR_QUEUE_NAME } from './queue.constants';
+import type { ReactorWorkerHost } from './reactor-worker-host.interface';
+
+/**
+ * The Redis runtime: {@link RedisReactorStorage} and {@link RedisLockManager} on one ioredis
+ * connection, and a {@link BullMqJobDispatcher} on the module's BullMQ queue. Its worker is the
+ * `RunProcessor` (a `@nestjs/bullmq` processor), which attaches itself when it is constructed.
+ *
+ * Connections:
+ * - `redis: { url }`: the runtime creates the storage connection and closes it on shutdown;
+ *   BullMQ gets the URL and creates (and closes) its own queue and worker connections.
+ * - `redis: { connection }`: storage uses the connection as is, and so does BullMQ (its worker
+ *   duplicates it for blocking reads and closes the duplicate). Nobody closes the connection: it
+ *   is the application's.
+ *
+ * Shutdown ({@link stopWorkers}, then {@link close}): the worker stops taking jobs and drains for
+ * up to `shutdownGraceMs`, then is closed anyway; then the queue closes; then the connection the
+ * runtime created. Each step is idempotent and runs in its own try/catch.
+ */
+export class RedisReactorRuntime implements ReactorRuntime {
+  readonly kind = 'redis' as const;
+  readonly storage: RedisReactorStorage;
+  readonly locks: RedisLockManager;
+  readonly dispatcher: BullMqJobDispatcher;
+  /** The key builder of the storage and lock manager. */
+  readonly keys: RedisKeys;
+  /** The connection storage and locks use (created from the URL, or the application's). */
+  readonly redis: RedisConnection;
+  /** Whether {@link redis} was created here (and so is closed here). */
+  readonly ownsConnection: boolean;
+
+  private host?: ReactorWorkerHost;
+  private started = false;
+  private stopping?: Promise<void>;
+  private closing?: Promise<void>;
+  private lastClientError?: string;
+
+  constructor(
+    private readonly options: ResolvedReactorModuleOptions,
+    private readonly queue: Queue,
+    private readonly logger: LoggerService,
+  ) {
+    const redis = options.redis;
+    if (!redis) throw new Error('RedisReactorRuntime needs the redis option.');
+    if ('url' in redis) {
+      const client = new Redis(redis.url, { connectionName: 'nest-reactor' });
+      // NOTE: ioredis re-emits the same error on every reconnect attempt; log each new one once.
+      client.on('error', (error: Error) => {
+        if (error.message === this.lastClientError) return;
+        this.lastClientError = error.message;
+        logger.error(messages.redisClientError(error));
+      });
+      client.on('ready', () => (this.lastClientError = undefined));
+      this.redis = client;
+      this.ownsConnection = true;
+    } else {
+      this.redis = checkedConnection(redis.connection);
+      this.ownsConnection = false;
+    }
+    this.keys = new RedisKeys({ prefix: options.prefix, shards: options.shards });
+    this.storage = new RedisReactorStorage(this.redis, {
+      keys: this.keys,
+      contextTtlMs: options.contextTtlMs,
+      maxContextBytes: options.maxContextBytes,
+      clock: options.clock,
+    });
+    this.locks = new RedisLockManager(this.redis, { keys: this.keys });
+    this.dispatcher = new BullMqJobDispatcher(queue, { jobRetryCount: options.jobRetryCount });
+    queue.on('error', (error: Error) => logger.error(messages.queueError('queue', error)));
+    logger.log(
+      messages.redisRuntimeStarted(options.prefix, REACTOR_QUEUE_NAME, bullMqPrefix(options.prefix), options.workers),
+    );
+  }
+
+  /** Called by the `RunProcessor` when Nest constructs it. */
+  attachWorkerHost(host: ReactorWorkerHost): void {
+    this.host = host;
+  }
+
+  /** Start the BullMQ worker (unless `workers: false`). */
+  startWorkers(handler: JobHandler): void {
+    if (!this.options.workers || this.started || this.stopping) return;
+    if (!this.host) throw new Error(messages.workerNotRegistered());
+    this.started = true;
+    this.host.start(handler);
+  }
+
+  /** Stop taking jobs; wait up to `shutdownGraceMs` for the jobs in hand, then close the worker. */
+  stopWorkers(): Promise<void> {
+    this.stopping ??= (async () => {
+      try {
+        await this.host?.stop(this.options.shutdownGraceMs);
+      } catch (error) {
+        this.logger.warn(messages.cleanupFailed('close the BullMQ worker', error));
+      }
+    })();
+    return this.stopping;
+  }
+
+  /** Stop the worker, close the queue, then close the connection this runtime created. */
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      await this.stopWorkers();
+      try {
+        // Like the storage connection, let the queue's connection finish its handshake first.
+        await Promise.race([this.queue.waitUntilReady().catch(() => undefined), delay(1_000)]);
+        await this.queue.close();
+      } catch (error) {
+        this.logger.warn(messages.cleanupFailed('close the BullMQ queue', error));
+      }
+      if (!this.ownsConnection) return;
+      try {
+        await closeConnection(this.redis);
+      } catch (error) {
+        this.logger.warn(messages.cleanupFailed('quit the Redis connection', error));
+      }
+    })();
+    return this.closing;
+  }
+}
+
+/**
+ * Close a connection this runtime created: `QUIT` when it is ready (replies to commands already
+ * sent still arrive), else disconnect; then wait (briefly) until its socket is gone, so that a
+ * closed application leaves nothing open behind it.
+ */
+async function closeConnection(redis: RedisConnection): Promise<void> {
+  if (redis.status === 'end') return;
+  // NOTE: disconnecting during the handshake makes ioredis fail its ready check and arm a 2 s
+  // timer on a socket already gone, which keeps the process alive; let a handshake finish first.
+  if (['connecting', 'connect'].includes(redis.status)) await settled(redis, ['ready', 'end', 'error'], 1_000);
+  const ended = new Promise<void>((resolve) => {
+    redis.once('end', () => resolve());
+    setTimeout(resolve, 2_000).unref();
+  });
+  if (redis.status === 'ready') {
+    await redis.quit().catch(() => redis.disconnect());
+  } else {
+    // NOTE: ioredis answers QUIT on a connection that is not up by disconnecting; say so directly.
+    redis.disconnect();
+  }
+  await ended;
+}
+
+function delay(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms).unref());
+}
+
+/** Resolve on the first of `events`, or after `ms`. */
+function settled(redis: RedisConnection, events: string[], ms: number): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      for (const event of events) redis.off(event, done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    for (const event of events) redis.once(event, done);
+  });
+}
+
+/** The application's connection, checked for what the adapters and BullMQ's worker need. */
+function checkedConnection(value: unknown): RedisConnection {
+  const connection = value as Partial<Redis> & { isCluster?: boolean; options?: Record<string, unknown> };
+  if (typeof connection.defineCommand !== 'function' || typeof connection.duplicate !== 'function') {
+    throw new Error(messages.redisConnectionInvalid(value));
+  }
+  const redisOptions = (
+    connection.isCluster ? (connection.options?.redisOptions ?? {}) : (connection.options ?? {})
+  ) as { maxRetriesPerRequest?: number | null };
+  // Same rule as BullMQ's (it throws on a truthy value when the worker duplicates the connection).
+  if (redisOptions.maxRetriesPerRequest) {
+    throw new Error(messages.redisConnectionRetries(redisOptions.maxRetriesPerRequest));
+  }
+  return connection as unknown as RedisConnection;
+}

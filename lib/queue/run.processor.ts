@@ -1,0 +1,175 @@
+import { OnWorkerEvent, Processor, WorkerHost } from '@nestjs/bullmq';
+import { Inject, Logger } from '@nestjs/common';
+import type { Job, Worker } from 'bullmq';
+import { ReactorEngine } from '../core/engine';
+import type { JobHandler, ReactorJob } from '../core/ports/job-dispatcher.port';
+import type { ResolvedReactorModuleOptions } from '../nest/reactor-module-options.interface';
+import type { ReactorRuntime } from '../nest/reactor-runtime.interface';
+import { REACTOR_LOGGER_CONTEXT, REACTOR_OPTIONS, REACTOR_RUNTIME } from '../nest/reactor.constants';
+import { messages } from '../nest/reactor.messages';
+import { REACTOR_BULL_CONFIG_KEY, REACTOR_QUEUE_NAME } from './queue.constants';
+import { RedisReactorRuntime } from './redis.runtime';
+import type { ReactorWorkerHost } from './reactor-worker-host.interface';
+
+/** Code of the failure of a run whose job kept throwing until BullMQ's attempts ran out. */
+export const JOB_RETRIES_EXHAUSTED = 'JOB_RETRIES_EXHAUSTED';
+
+/** States of the worker, in order. */
+export type RunWorkerState = 'idle' | 'running' | 'draining' | 'stopped';
+
+/**
+ * The BullMQ processor of the module's queue. `@nestjs/bullmq` builds its `Worker` during module
+ * init with `autorun: false`; the worker starts consuming only when the runtime starts it at
+ * application bootstrap (every reactor is registered by then), with `workerConcurrency`.
+ *
+ * - `process(job)` hands the identity-only job to the engine (`handleJob`): the engine reads the
+ *   run from Redis, takes its lease and executes it. A throw is an infrastructure error: BullMQ
+ *   retries the job with backoff, up to `jobRetryCount` times.
+ * - When a job has failed its last attempt, the run is marked `failed` with code
+ *   `JOB_RETRIES_EXHAUSTED` (`engine.failRun`: not rolled back, so `undo` can still roll it back).
+ * - `stop(graceMs)` (shutdown): the worker stops fetching and waits for the jobs in hand; after
+ *   `graceMs` it lets go of them (their BullMQ jobs complete, their runs keep executing as long as
+ *   the process lives) so the worker can close. A run let go that does not finish keeps its last
+ *   checkpoint; its lease expires and the sweeper re-enqueues it.
+ */
+@Processor({ name: REACTOR_QUEUE_NAME, configKey: REACTOR_BULL_CONFIG_KEY }, { autorun: false })
+export class RunProcessor extends WorkerHost implements ReactorWorkerHost {
+  private readonly logger = new Logger(REACTOR_LOGGER_CONTEXT);
+  private handler?: JobHandler;
+  private current: RunWorkerState = 'idle';
+  private active = 0;
+  private lettingGo = false;
+  private letGo!: () => void;
+  private readonly letGoSignal = new Promise<void>((resolve) => (this.letGo = resolve));
+  private stopping?: Promise<void>;
+
+  constructor(
+    private readonly engine: ReactorEngine,
+    @Inject(REACTOR_RUNTIME) runtime: ReactorRuntime,
+    @Inject(REACTOR_OPTIONS) private readonly options: ResolvedReactorModuleOptions,
+  ) {
+    super();
+    if (runtime instanceof RedisReactorRuntime) runtime.attachWorkerHost(this);
+  }
+
+  /** Where the worker is in its life. */
+  get state(): RunWorkerState {
+    return this.current;
+  }
+
+  /** Jobs being processed now. */
+  get activeJobs(): number {
+    return this.active;
+  }
+
+  start(handler: JobHandler): void {
+    if (this.current !== 'idle') return;
+    const worker = this.requireWorker();
+    this.handler = handler;
+    worker.concurrency = this.options.workerConcurrency;
+    this.current = 'running';
+    // NOTE: run() resolves only when the worker closes; it is not awaited.
+    worker.run().catch((error: unknown) => this.logger.error(messages.queueError('worker', error)));
+  }
+
+  stop(graceMs: number): Promise<void> {
+    this.stopping ??= this.drainThenClose(graceMs);
+    return this.stopping;
+  }
+
+  async process(job: Job<ReactorJob>): Promise<void> {
+    const handler = this.handler;
+    if (!handler) throw new Error(messages.workerNotRegistered());
+    // Fetched after the shutdown let go of running jobs: leave it to another worker.
+    if (this.lettingGo) throw new Error(messages.workerShuttingDown());
+    this.active++;
+    const work = Promise.resolve()
+      .then(() => handler(job.data))
+      .finally(() => this.active--);
+    work.catch((error: unknown) => {
+      // After a forced shutdown nobody awaits the job any more: say what happened to the run.
+      if (this.lettingGo) this.logger.warn(messages.abandonedJobFailed(job.data.runId, error));
+    });
+    await Promise.race([work, this.letGoSignal]);
+  }
+
+  /** A job failed an attempt; after its last one, the run is marked failed. */
+  @OnWorkerEvent('failed')
+  async onFailed(job: Job<ReactorJob> | undefined, error: Error): Promise<void> {
+    if (!job?.data?.runId) return;
+    const attempts = job.opts.attempts ?? 1;
+    if (job.attemptsMade < attempts) return;
+    await this.engine.failRun(job.data.runId, {
+      code: JOB_RETRIES_EXHAUSTED,
+      message: messages.jobRetriesExhausted(job.attemptsMade, error),
+      exceptionClass: error?.name ?? 'Error',
+    });
+  }
+
+  /** BullMQ reports connection and script errors here (without a listener they would throw). */
+  @OnWorkerEvent('error')
+  onError(error: Error): void {
+    this.logger.error(messages.queueError('worker', error));
+  }
+
+  private async drainThenClose(graceMs: number): Promise<void> {
+    let worker: Worker;
+    try {
+      worker = this.worker;
+    } catch {
+      this.current = 'stopped';
+      return;
+    }
+    this.current = 'draining';
+    // Closing a worker whose connections are mid-handshake leaves ioredis timers behind; a worker
+    // closed right after boot first waits (briefly) for them.
+    await settlesWithin(worker.waitUntilReady(), 1_000).catch(() => false);
+    const closing = worker.close().catch((error: unknown) => {
+      this.logger.warn(messages.cleanupFailed('close the BullMQ worker', error));
+    });
+    if (!(await settlesWithin(closing, graceMs))) {
+      this.logger.warn(messages.shutdownGraceExpired(this.active, graceMs));
+      this.lettingGo = true;
+      this.letGo();
+      if (!(await settlesWithin(closing, graceMs))) {
+        this.logger.warn(messages.cleanupFailed('close the BullMQ worker in time', 'it is still closing'));
+      }
+    }
+    await stopStrayStalledCheck(worker);
+    this.current = 'stopped';
+  }
+
+  private requireWorker(): Worker {
+    try {
+      return this.worker;
+    } catch {
+      throw new Error(messages.workerNotRegistered());
+    }
+  }
+}
+
+/**
+ * NOTE: works around a BullMQ 5 race. A worker closed while its stalled-jobs check is in flight
+ * (typically right after it started) arms that check's next `stalledInterval` timer (30 s) after
+ * `close()` already stopped it, which keeps the process alive. Stop it again until the checker
+ * has exited. Uses two private fields; does nothing if they are gone.
+ */
+async function stopStrayStalledCheck(worker: Worker): Promise<void> {
+  const internals = worker as unknown as { stalledCheckerRunning?: boolean; stalledCheckStopper?: () => void };
+  const deadline = Date.now() + 2_000;
+  while (internals.stalledCheckerRunning === true && Date.now() < deadline) {
+    internals.stalledCheckStopper?.();
+    await new Promise<void>((resolve) => setTimeout(resolve, 5).unref());
+  }
+}
+
+/** Whether `promise` settles within `ms` (the timer is cleared either way). */
+async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), ms)));
+  try {
+    return await Promise.race([promise.then(() => true), timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

@@ -1,0 +1,37 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { ReactorEngine } from '../core/engine';
+import type { ResolvedReactorModuleOptions } from '../nest/reactor-module-options.interface';
+import { REACTOR_OPTIONS } from '../nest/reactor.constants';
+
+/** Runs at most this many stalled runs per sweep (the oldest updates first). */
+export const SWEEP_LIMIT = 1000;
+
+/** What one sweep re-enqueued. */
+export interface SweepResult {
+  /** Runs re-enqueued because their executor died (no lease, not updated for the lease TTL). */
+  reactors: number;
+  /** Map elements and collectors re-enqueued (maps are not swept yet: always 0). */
+  maps: number;
+}
+
+/**
+ * One recovery sweep, with no guard: re-enqueue by id every non-terminal run whose executor died.
+ * It reads the storage's index of live runs (never a keyspace scan), skips runs whose lease is
+ * held, that were updated within the lease TTL (a run just handed to a worker has no lease yet),
+ * or whose retry is scheduled later; idempotent, since a run enqueued twice executes once.
+ *
+ * `SweeperScheduler` calls it on its cron (one replica per interval); `ReactorClient.sweepOnce()`
+ * calls it directly for an external scheduler.
+ */
+@Injectable()
+export class ReactorSweeper {
+  constructor(
+    private readonly engine: ReactorEngine,
+    @Inject(REACTOR_OPTIONS) private readonly options: ResolvedReactorModuleOptions,
+  ) {}
+
+  async sweepOnce(): Promise<SweepResult> {
+    const reactors = await this.engine.recoverStalled({ limit: SWEEP_LIMIT, graceMs: this.options.leaseTtlMs });
+    return { reactors, maps: 0 };
+  }
+}

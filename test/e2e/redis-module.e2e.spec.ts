@@ -1,0 +1,187 @@
+import { BullModule, InjectQueue, OnWorkerEvent, Processor, WorkerHost } from '@nestjs/bullmq';
+import { Injectable, Module } from '@nestjs/common';
+import { Test } from '@nestjs/testing';
+import type { Job, Queue } from 'bullmq';
+import type Redis from 'ioredis';
+import { ReactorEngine } from '../../lib/core/engine';
+import { ReactorClient } from '../../lib/nest/reactor.client';
+import { REACTOR_OPTIONS, REACTOR_RUNTIME } from '../../lib/nest/reactor.constants';
+import { ReactorModule } from '../../lib/nest/reactor.module';
+import { bullMqPrefix, REACTOR_QUEUE_NAME } from '../../lib/queue/queue.constants';
+import type { RedisReactorRuntime } from '../../lib/queue/redis.runtime';
+import { CapturingLogger } from '../nest/fixtures';
+import { cleanupPrefix, createTestRedis, redisUrl, uniquePrefix } from '../setup/redis';
+import { BackgroundAllReactor, createRedisApp, pollUntil, quitAndWait } from './e2e.fixtures';
+
+const WAIT = { timeoutMs: 10_000 };
+
+@Injectable()
+class ConfigService {
+  constructor(readonly prefix: string) {}
+  get(key: 'REDIS_URL'): string {
+    return { REDIS_URL: redisUrl() }[key];
+  }
+}
+
+describe('ReactorModule on Redis (e2e)', () => {
+  let redis: Redis;
+  const prefixes: string[] = [];
+  const prefix = (name: string) => {
+    const p = uniquePrefix(name);
+    prefixes.push(p);
+    return p;
+  };
+
+  beforeAll(() => {
+    redis = createTestRedis();
+  });
+
+  afterAll(async () => {
+    for (const p of prefixes) await cleanupPrefix(redis, p);
+    await quitAndWait(redis);
+  });
+
+  it('says at boot that the durable runtime is on, with its prefix and queue', async () => {
+    const p = prefix('e2e-boot');
+    const { app, logger } = await createRedisApp(p);
+    try {
+      expect(logger.messages('log')).toContainEqual(
+        `Durable runtime on Redis and BullMQ: keys under '${p}', BullMQ queue '${REACTOR_QUEUE_NAME}' ` +
+          `(prefix '${bullMqPrefix(p)}'), this process runs workers.`,
+      );
+      expect(logger.messages('warn').filter((m) => m.includes('embedded'))).toEqual([]);
+      // Every key the module wrote lives under the prefix, BullMQ's included.
+      const started = await app.get(ReactorClient).start(BackgroundAllReactor, { word: 'abc' });
+      await app.get(ReactorClient).wait(started.runId, WAIT);
+      const all = await redis.keys(`${p}*`);
+      expect(all.some((k) => k.startsWith(`${bullMqPrefix(p)}:${REACTOR_QUEUE_NAME}:`))).toBe(true);
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('forRootAsync with runtime redis builds the Redis runtime from the factory', async () => {
+    const p = prefix('e2e-async');
+    @Module({ providers: [{ provide: ConfigService, useValue: new ConfigService(p) }], exports: [ConfigService] })
+    class ConfigModule {}
+
+    const { app, client } = await createRedisApp(
+      p,
+      {},
+      {
+        module: ReactorModule.forRootAsync({
+          runtime: 'redis',
+          imports: [ConfigModule],
+          inject: [ConfigService],
+          useFactory: (config: ConfigService) => ({
+            redis: { url: config.get('REDIS_URL') },
+            prefix: config.prefix,
+          }),
+        }),
+      },
+    );
+    try {
+      expect(app.get(REACTOR_OPTIONS).prefix).toBe(p);
+      expect(app.get(REACTOR_RUNTIME).kind).toBe('redis');
+      const started = await client.run(BackgroundAllReactor, { word: 'xyz' });
+      expect(started.status).toBe('dispatched');
+      const done = await client.wait(started.runId, WAIT);
+      expect(done.status === 'completed' && done.value).toBe('Z');
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('fails the boot when the factory and the declared runtime disagree, naming the fix', async () => {
+    const redisWithoutRuntime = Test.createTestingModule({
+      imports: [ReactorModule.forRootAsync({ useFactory: () => ({ redis: { url: redisUrl() } }) })],
+    }).setLogger(new CapturingLogger());
+    await expect(redisWithoutRuntime.compile()).rejects.toThrow(
+      "useFactory returned a 'redis' option, but the module was declared with the embedded runtime (the default). " +
+        "Pass runtime: 'redis' beside the factory",
+    );
+
+    const runtimeWithoutRedis = Test.createTestingModule({
+      imports: [ReactorModule.forRootAsync({ runtime: 'redis', useFactory: () => ({}) })],
+    }).setLogger(new CapturingLogger());
+    await expect(runtimeWithoutRedis.compile()).rejects.toThrow(
+      "ReactorModule.forRootAsync({ runtime: 'redis' }): useFactory returned no 'redis' option",
+    );
+
+    expect(() => ReactorModule.forRootAsync({ runtime: 'cluster' as never, useFactory: () => ({}) })).toThrow(
+      "ReactorModule option 'runtime' must be 'embedded' or 'redis' (got 'cluster').",
+    );
+  });
+
+  it('marks a run failed with JOB_RETRIES_EXHAUSTED when its job keeps throwing', async () => {
+    const p = prefix('e2e-exhausted');
+    const { app, client } = await createRedisApp(p, { jobRetryCount: 1 });
+    try {
+      const engine = app.get(ReactorEngine);
+      const handleJob = jest.spyOn(engine, 'handleJob').mockRejectedValue(new TypeError('redis went away'));
+
+      const started = await client.start(BackgroundAllReactor, { word: 'abc' });
+      const done = await client.wait(started.runId, WAIT);
+
+      expect(handleJob).toHaveBeenCalledTimes(2); // jobRetryCount 1: two attempts
+      expect(done.status).toBe('failed');
+      if (done.status !== 'failed') return;
+      expect(done.failure).toMatchObject({
+        code: 'JOB_RETRIES_EXHAUSTED',
+        exceptionClass: 'TypeError',
+        errorMessage: 'job retries exhausted after 2 attempts: redis went away',
+        rollbackFailures: [],
+      });
+      expect(done.failure.message).toBe(
+        `Run '${started.runId}' of reactor 'e2e-bg-all' failed: job retries exhausted after 2 attempts: redis went away`,
+      );
+    } finally {
+      await app.close();
+    }
+  });
+
+  it("leaves the app's own BullModule.forRoot configuration and queues alone", async () => {
+    const p = prefix('e2e-app-bull');
+    const appPrefix = `${p}app`;
+    const seen: string[] = [];
+
+    @Processor('app-emails')
+    class EmailProcessor extends WorkerHost {
+      async process(job: Job<{ to: string }>): Promise<void> {
+        seen.push(job.data.to);
+      }
+      @OnWorkerEvent('error')
+      onError(): void {}
+    }
+    @Injectable()
+    class Mailer {
+      constructor(@InjectQueue('app-emails') readonly queue: Queue) {}
+    }
+
+    const { app, client } = await createRedisApp(
+      p,
+      {},
+      {
+        imports: [
+          BullModule.forRoot({ connection: { url: redisUrl() }, prefix: appPrefix }),
+          BullModule.registerQueue({ name: 'app-emails' }),
+        ],
+        providers: [EmailProcessor, Mailer],
+      },
+    );
+    try {
+      const mailer = app.get(Mailer);
+      expect(mailer.queue.opts.prefix).toBe(appPrefix);
+      await mailer.queue.add('send', { to: 'ada@example.com' });
+      const started = await client.start(BackgroundAllReactor, { word: 'uvw' });
+      expect((await client.wait(started.runId, WAIT)).status).toBe('completed');
+      await pollUntil(() => seen.length > 0, 10_000);
+      expect(seen).toEqual(['ada@example.com']);
+      const runtime = app.get<RedisReactorRuntime>(REACTOR_RUNTIME);
+      expect(runtime.dispatcher.queue.opts.prefix).toBe(bullMqPrefix(p));
+    } finally {
+      await app.close();
+      await cleanupPrefix(redis, appPrefix);
+    }
+  });
+});
