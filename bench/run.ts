@@ -2,10 +2,14 @@
  * `npm run bench`: every benchmark, each beside a baseline measured in the same run. Prints
  * Markdown tables that bench/RESULTS.md records. Never part of `npm test`.
  *
- * `npm run bench -- engine` runs only the named groups.
+ * `npm run bench -- engine durable map` runs only the named groups. Redis: a private
+ * `redis-server` on a free port (command counts are server-wide), or BENCH_REDIS_URL.
  */
 import * as os from 'node:os';
+import { durableRuns, printDurable } from './durable.bench';
 import { engineOverhead, printOverhead } from './engine-overhead.bench';
+import { mapFanOut, printMapFanOut } from './map.bench';
+import { stopBenchRedis } from './redis-counter';
 
 async function main(): Promise<void> {
   const only = process.argv.slice(2);
@@ -15,6 +19,9 @@ async function main(): Promise<void> {
     `node ${process.version}, ${os.cpus().length} x ${os.cpus()[0]?.model ?? 'cpu'}, ${new Date().toISOString()}`,
   );
   if (want('engine')) printOverhead(await engineOverhead());
+  if (want('durable')) printDurable(await durableRuns());
+  if (want('map')) printMapFanOut(await mapFanOut());
+  stopBenchRedis();
 }
 
 main().then(

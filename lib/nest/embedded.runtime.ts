@@ -4,6 +4,7 @@ import type { JobHandler } from '../core/ports/job-dispatcher.port';
 import { InProcessJobDispatcher } from '../queue/in-process-job.dispatcher';
 import { createMemoryAdapters } from '../storage/memory/create-memory-adapters';
 import type { MemoryLockManager } from '../storage/memory/memory-lock.manager';
+import type { MemoryMapStore } from '../storage/memory/memory-map.store';
 import type { MemoryReactorStorage } from '../storage/memory/memory-reactor.storage';
 import type { ReactorRuntime } from './reactor-runtime.interface';
 import { messages } from './reactor.messages';
@@ -19,10 +20,12 @@ export class EmbeddedReactorRuntime implements ReactorRuntime {
   readonly kind = 'embedded' as const;
   readonly storage: MemoryReactorStorage;
   readonly locks: MemoryLockManager;
+  readonly maps: MemoryMapStore;
   readonly dispatcher: InProcessJobDispatcher;
 
   constructor(clock: Clock, logger: LoggerService, options: { maxContextBytes?: number } = {}) {
-    const { storage, locks } = createMemoryAdapters(clock, options);
+    const { storage, locks, maps } = createMemoryAdapters(clock, options);
+    this.maps = maps;
     this.storage = storage;
     this.locks = locks;
     this.dispatcher = new InProcessJobDispatcher(clock, (error, job) =>

@@ -11,8 +11,10 @@ import {
   REACTOR_LOCKS,
   REACTOR_LOGGER_CONTEXT,
   REACTOR_OPTIONS,
+  REACTOR_RUNTIME,
   REACTOR_STORAGE,
 } from './reactor.constants';
+import type { ReactorRuntime } from './reactor-runtime.interface';
 import { ReactorRegistry } from './reactor.registry';
 
 /** The engine's logger, over a Nest logger. */
@@ -32,10 +34,12 @@ export function createReactorEngine(
   dispatcher: JobDispatcher,
   clock: Clock,
   registry: ReactorRegistry,
+  runtime: ReactorRuntime,
 ): ReactorEngine {
   return new ReactorEngine({
     storage,
     locks,
+    maps: runtime.maps,
     dispatcher,
     clock,
     resolver: registry,
@@ -51,5 +55,13 @@ export function createReactorEngine(
 export const reactorEngineProvider: Provider = {
   provide: ReactorEngine,
   useFactory: createReactorEngine,
-  inject: [REACTOR_OPTIONS, REACTOR_STORAGE, REACTOR_LOCKS, REACTOR_DISPATCHER, REACTOR_CLOCK, ReactorRegistry],
+  inject: [
+    REACTOR_OPTIONS,
+    REACTOR_STORAGE,
+    REACTOR_LOCKS,
+    REACTOR_DISPATCHER,
+    REACTOR_CLOCK,
+    ReactorRegistry,
+    REACTOR_RUNTIME,
+  ],
 };

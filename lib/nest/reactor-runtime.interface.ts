@@ -1,5 +1,6 @@
 import type { JobDispatcher, JobHandler } from '../core/ports/job-dispatcher.port';
 import type { LockManager } from '../core/ports/lock-manager.port';
+import type { MapStore } from '../core/ports/map-store.port';
 import type { ReactorStorage } from '../core/ports/reactor-storage.port';
 
 /**
@@ -12,6 +13,8 @@ export interface ReactorRuntime {
   readonly kind: 'embedded' | 'redis';
   readonly storage: ReactorStorage;
   readonly locks: LockManager;
+  /** Storage of fan-out maps. */
+  readonly maps: MapStore;
   readonly dispatcher: JobDispatcher;
   /**
    * Start delivering jobs to `handler`. Called once, at application bootstrap; jobs dispatched

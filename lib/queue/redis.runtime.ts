@@ -7,6 +7,7 @@ import type { ReactorRuntime } from '../nest/reactor-runtime.interface';
 import { messages } from '../nest/reactor.messages';
 import { RedisKeys } from '../storage/redis/redis.keys';
 import { RedisLockManager } from '../storage/redis/redis-lock.manager';
+import { RedisMapStore } from '../storage/redis/redis-map.store';
 import { RedisReactorStorage } from '../storage/redis/redis-reactor.storage';
 import type { RedisConnection } from '../storage/redis/redis-scripts';
 import { BullMqJobDispatcher } from './bullmq-job.dispatcher';
@@ -33,6 +34,7 @@ export class RedisReactorRuntime implements ReactorRuntime {
   readonly kind = 'redis' as const;
   readonly storage: RedisReactorStorage;
   readonly locks: RedisLockManager;
+  readonly maps: RedisMapStore;
   readonly dispatcher: BullMqJobDispatcher;
   /** The key builder of the storage and lock manager. */
   readonly keys: RedisKeys;
@@ -77,6 +79,7 @@ export class RedisReactorRuntime implements ReactorRuntime {
       clock: options.clock,
     });
     this.locks = new RedisLockManager(this.redis, { keys: this.keys });
+    this.maps = new RedisMapStore(this.redis, { keys: this.keys, contextTtlMs: options.contextTtlMs });
     this.dispatcher = new BullMqJobDispatcher(queue, { jobRetryCount: options.jobRetryCount });
     queue.on('error', (error: Error) => logger.error(messages.queueError('queue', error)));
     logger.log(

@@ -10,7 +10,7 @@ export const SWEEP_LIMIT = 1000;
 export interface SweepResult {
   /** Runs re-enqueued because their executor died (no lease, not updated for the lease TTL). */
   reactors: number;
-  /** Map elements and collectors re-enqueued (maps are not swept yet: always 0). */
+  /** Fan-out maps that needed something: lost elements or rollback jobs re-dispatched, a lost window continuation refilled, or a lost owner resume re-sent. */
   maps: number;
 }
 
@@ -32,6 +32,7 @@ export class ReactorSweeper {
 
   async sweepOnce(): Promise<SweepResult> {
     const reactors = await this.engine.recoverStalled({ limit: SWEEP_LIMIT, graceMs: this.options.leaseTtlMs });
-    return { reactors, maps: 0 };
+    const maps = await this.engine.recoverMaps({ limit: SWEEP_LIMIT, graceMs: this.options.leaseTtlMs });
+    return { reactors, maps };
   }
 }
