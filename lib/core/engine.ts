@@ -22,7 +22,7 @@ import { systemClock, type Clock } from './ports/clock.port';
 import type { JobDispatcher, ReactorJob } from './ports/job-dispatcher.port';
 import type { Lease, LockManager } from './ports/lock-manager.port';
 import type { ClaimResult, ReactorStorage } from './ports/reactor-storage.port';
-import type { ElementRecord, MapProgress, MapStore } from './ports/map-store.port';
+import type { ElementRecord, MapMeta, MapProgress, MapStore } from './ports/map-store.port';
 import { elementLeaseKey, elementRunId } from './map/map-keys';
 import { hydrateMapValue, recordOf, rollbackStateOf } from './map/map-runner';
 import { ConstructingStepResolver, type StepResolver } from './ports/step-resolver.port';
@@ -130,6 +130,7 @@ export class ReactorEngine {
   private readonly leaseTtlMs: number;
   private readonly logger: EngineLogger;
   private readonly waiters = new Map<string, Set<() => void>>();
+  private readonly mapMetas = new Map<string, MapMeta>();
 
   constructor(private readonly options: ReactorEngineOptions) {
     this.clock = options.clock ?? systemClock;
@@ -566,7 +567,7 @@ export class ReactorEngine {
     const maps = this.requireMaps();
     const mapId = job.mapId!;
     const index = job.index!;
-    const meta = await maps.meta(mapId);
+    const meta = await this.mapMeta(mapId);
     if (!meta) return; // expired or never created: nothing to do
     const def = this.definition(meta.elementReactor);
     const lease: Lease = { key: elementLeaseKey(mapId, index), token: randomUUID() };
@@ -646,7 +647,7 @@ export class ReactorEngine {
     const maps = this.requireMaps();
     const mapId = job.mapId!;
     const index = job.index!;
-    const meta = await maps.meta(mapId);
+    const meta = await this.mapMeta(mapId);
     if (!meta) return;
     const tag = (failures: RollbackFailure[]) =>
       failures.map((f) => ({ ...f, mapStep: meta.step, elementIndex: index }));
@@ -770,6 +771,17 @@ export class ReactorEngine {
       }
     }
     return touched;
+  }
+
+  /** A map's metadata; it never changes once written, so each process reads it once. */
+  private async mapMeta(mapId: string): Promise<MapMeta | undefined> {
+    const cached = this.mapMetas.get(mapId);
+    if (cached) return cached;
+    const meta = await this.requireMaps().meta(mapId);
+    if (!meta) return undefined;
+    if (this.mapMetas.size >= 1000) this.mapMetas.delete(this.mapMetas.keys().next().value as string);
+    this.mapMetas.set(mapId, meta);
+    return meta;
   }
 
   private requireMaps(): MapStore {

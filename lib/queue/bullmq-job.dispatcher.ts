@@ -77,6 +77,8 @@ export class BullMqJobDispatcher implements JobDispatcher {
   /** Enqueue many jobs in one round trip (`addBulk`), e.g. the elements of a map window. */
   async dispatchMany(jobs: ReactorJob[], options: { delayMs?: number } = {}): Promise<void> {
     if (jobs.length === 0) return;
+    // One job (a map window sliding by one) is a plain add: addBulk builds a pipeline.
+    if (jobs.length === 1) return this.dispatch(jobs[0], options);
     await this.queue.addBulk(
       jobs.map((job) => ({ name: job.kind, data: identityOf(job), opts: this.jobOptions(options.delayMs) })),
     );
