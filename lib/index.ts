@@ -52,11 +52,22 @@ export type {
   ReactorRedisOptions,
   ReactorSweeperOptions,
   ReactorRuntime,
+  ReactorRuntimeKind,
 } from './nest';
+export type { SweepResult } from './sweepers';
 
 // Definitions
 export { defineReactor, ReactorBuilder } from './core/definition/builder';
-export type { StepUseOptions, ComposeOptions, StepImplementation, ComposeTarget } from './core/definition/builder';
+export type {
+  StepUseOptions,
+  ComposeOptions,
+  StepImplementation,
+  ComposeTarget,
+  MapOptions,
+  MapElement,
+  MapSource,
+} from './core/definition/builder';
+export type { MapResults, ElementOutcome } from './core/map/map-results';
 export { Ref } from './core/definition/ref';
 export type { ArgRefs, Path, PathValue } from './core/definition/ref';
 export type { ReactorDefinition, ReactorOptions, BackgroundOption } from './core/definition/definition';
@@ -127,5 +138,24 @@ export type {
   JobHandler,
   Clock,
   StepResolver,
+  ClaimResult,
+  MapStore,
+  MapMeta,
+  MapProgress,
+  ElementRecord,
+  ElementClaim,
+  ElementSettled,
+  MapRollbackProgress,
 } from './core/ports';
 export { systemClock } from './core/ports';
+
+// Adapters, for wiring the engine without Nest (workers, scripts) or testing custom ones
+export { RedisKeys, RedisReactorStorage, RedisLockManager, RedisMapStore } from './storage/redis';
+export type {
+  RedisKeysOptions,
+  RedisReactorStorageOptions,
+  RedisLockManagerOptions,
+  RedisMapStoreOptions,
+} from './storage/redis';
+export { BullMqJobDispatcher, JOB_RETRIES_EXHAUSTED } from './queue';
+export type { BullMqJobDispatcherOptions } from './queue';
