@@ -120,12 +120,19 @@ async function bullmqChain(url: string, counter: CommandCounter, prefix: string)
   };
 }
 
-async function reactor(url: string, redis: Redis, counter: CommandCounter, prefix: string): Promise<DurableResult> {
+async function reactor(
+  url: string,
+  redis: Redis,
+  counter: CommandCounter,
+  prefix: string,
+  checkpointMinIntervalMs = 0,
+): Promise<DurableResult> {
   const keys = new RedisKeys({ prefix });
   const storage = new RedisReactorStorage(redis, { keys });
   const locks = new RedisLockManager(redis, { keys });
   const connection = { url };
-  const dispatcher = new BullMqJobDispatcher({ connection, prefix, queueName: 'runs' });
+  const queueName = `runs-${checkpointMinIntervalMs}`;
+  const dispatcher = new BullMqJobDispatcher({ connection, prefix, queueName });
   let finished = 0;
   let resolveAll!: () => void;
   const all = new Promise<void>((r) => (resolveAll = r));
@@ -134,9 +141,9 @@ async function reactor(url: string, redis: Redis, counter: CommandCounter, prefi
   const middleware = [
     { onEvent: (e: { type: string }) => void (e.type === 'reactor.complete' && ++finished === RUNS && resolveAll()) },
   ];
-  const engine = new ReactorEngine({ storage, locks, dispatcher, middleware });
+  const engine = new ReactorEngine({ storage, locks, dispatcher, middleware, checkpointMinIntervalMs });
   engine.register(def);
-  const worker = new Worker('runs', async (job) => engine.handleJob(job.data), {
+  const worker = new Worker(queueName, async (job) => engine.handleJob(job.data), {
     connection,
     prefix,
     concurrency: CONCURRENCY,
@@ -156,7 +163,9 @@ async function reactor(url: string, redis: Redis, counter: CommandCounter, prefi
   await worker.close();
   await dispatcher.close();
   return {
-    name: 'nest-reactor: 10-step background reactor',
+    name: checkpointMinIntervalMs
+      ? `nest-reactor, checkpointMinIntervalMs ${checkpointMinIntervalMs}`
+      : 'nest-reactor: 10-step background reactor (checkpoint every step)',
     stepsPerSecond: (RUNS * STEPS) / seconds,
     commandsPerStep: commands / (RUNS * STEPS),
   };
@@ -172,6 +181,7 @@ export async function durableRuns(): Promise<DurableResult[]> {
       await floor(redis, counter, prefix),
       await bullmqChain(url, counter, prefix),
       await reactor(url, redis, counter, prefix),
+      await reactor(url, redis, counter, prefix, 100),
     ];
     return results;
   } finally {
@@ -182,7 +192,7 @@ export async function durableRuns(): Promise<DurableResult[]> {
 }
 
 export function printDurable(results: DurableResult[]): void {
-  const [fl, chain, ours] = results;
+  const [fl, chain, ours, coalesced] = results;
   console.log(
     `\n## Durable runs on Redis + BullMQ (${RUNS} runs x ${STEPS} steps, worker concurrency ${CONCURRENCY})\n`,
   );
@@ -199,4 +209,9 @@ export function printDurable(results: DurableResult[]): void {
   console.log(
     `- vs the floor: ${fmt((100 * ours.stepsPerSecond) / fl.stepsPerSecond, 0)}% (target >= 40%: ${ours.stepsPerSecond / fl.stepsPerSecond >= 0.4 ? 'met' : 'MISSED'})`,
   );
+  if (coalesced) {
+    console.log(
+      `- with checkpoints coalesced (checkpointMinIntervalMs 100): ${fmt(coalesced.stepsPerSecond / chain.stepsPerSecond, 2)}x the chain, ${fmt(coalesced.commandsPerStep, 2)} commands per step`,
+    );
+  }
 }

@@ -64,6 +64,7 @@ export async function benchRedis(): Promise<string> {
   const deadline = Date.now() + 10_000;
   for (;;) {
     const probe = new Redis(candidate, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+    probe.on('error', () => undefined); // not up yet: retried below
     try {
       await probe.connect();
       await probe.ping();
