@@ -424,6 +424,7 @@ export class ReactorEngine {
         if (!state || !['running', 'rolling_back', 'pending'].includes(state.status)) continue;
         if (now - state.updatedAt < graceMs) continue;
         if (state.retryAt && Math.max(...Object.values(state.retryAt)) > now) continue;
+        if (await this.waitingOnMap(state)) continue; // the map's last element (or recoverMaps) resumes it
         await dispatcher.dispatch({ kind: 'resume', runId, reactorName: state.reactorName });
         recovered++;
       } catch (error) {
@@ -771,6 +772,19 @@ export class ReactorEngine {
       }
     }
     return touched;
+  }
+
+  /**
+   * Whether the run is parked on a fan-out map (its elements or its element rollbacks) that is
+   * still stored: then the map, not the run, needs watching.
+   */
+  private async waitingOnMap(state: RunState): Promise<boolean> {
+    if (state.handoff?.mode !== 'map' || !this.options.maps) return false;
+    const mapIds = Object.values(state.maps ?? {}).map((m) => m.mapId);
+    for (const child of Object.values(state.children))
+      mapIds.push(...Object.values(child.maps ?? {}).map((m) => m.mapId));
+    for (const mapId of mapIds) if (await this.mapMeta(mapId)) return true;
+    return false;
   }
 
   /** A map's metadata; it never changes once written, so each process reads it once. */

@@ -220,6 +220,7 @@ export class RunExecution {
     } catch (error) {
       if (!(error instanceof AwaitMapRollback) || !this.root) throw error;
       // A fan-out map is being rolled back by element jobs: the last one resumes this run.
+      this.state.handoff = { mode: 'map' };
       await this.save(true);
       return outcomeOf(this.state);
     }
@@ -228,6 +229,7 @@ export class RunExecution {
   private async executeSteps(resumed: boolean): Promise<RunOutcome> {
     const { state } = this;
     await this.emit({ type: 'reactor.start', resumed });
+    delete state.handoff;
     if (state.status === 'rolling_back' && state.rollback) {
       await this.finishRollback();
       return this.finish();
@@ -272,6 +274,7 @@ export class RunExecution {
     } catch (error) {
       if (!(error instanceof AwaitMapRollback)) throw error;
       // Element rollback jobs are undoing a fan-out map; the last one resumes this run.
+      this.state.handoff = { mode: 'map' };
       await this.save(true);
     }
     return outcomeOf(this.state);

@@ -1,0 +1,290 @@
+/**
+ * Steps and reactors of the chaos tests, shared by the test process (producer apps, in-process
+ * workers) and the worker child process (`worker-app.ts`).
+ *
+ * Every step records each execution in Redis through the {@link ChaosProbe} (counts survive a
+ * SIGKILL), and can be told by its {@link ChaosConfig} (from the environment in a child) to
+ * misbehave at a chosen point:
+ *
+ * - `crashAtStep`: mark `inside:<runId>:<step>`, then hang forever (the test SIGKILLs the process);
+ * - `crashFromElement`: map elements with `index >= crashFromElement` join the `elements-inside`
+ *   set of their map, then hang forever;
+ * - `blockAtStep` + `blockFile`: once per run (SET NX), mark `inside`, then block the event loop
+ *   synchronously until `blockFile` exists (so the run's lease expires meanwhile);
+ * - `gateAtStep`: mark `inside`, then wait (async, bounded) until the test sets `open:<runId>:<step>`.
+ *
+ * The constructor dependency of the steps (`ChaosProbe`) is resolved by Nest from the decorator
+ * metadata that `emitDecoratorMetadata` emits, under ts-jest and under ts-node transpile-only alike.
+ */
+import { Inject, Injectable, Module, type DynamicModule, type OnModuleDestroy, type Provider } from '@nestjs/common';
+import Redis from 'ioredis';
+import { existsSync } from 'node:fs';
+import type { ReactorBuilder } from '../../lib/core/definition/builder';
+import type { ReactorBlueprint } from '../../lib/core/definition/reactor-blueprint';
+import type { Ref } from '../../lib/core/definition/ref';
+import type { StepContext, StepHandler } from '../../lib/core/definition/step';
+import { success, type StepOutcome } from '../../lib/core/results/step-outcome';
+import { Reactor } from '../../lib/nest/reactor.decorator';
+import { Step } from '../../lib/nest/step.decorator';
+
+/** Injection token of the {@link ChaosConfig}. */
+export const CHAOS_CONFIG = 'CHAOS_CONFIG';
+
+/** How the chaos steps of one process behave. */
+export interface ChaosConfig {
+  redisUrl: string;
+  /** Key prefix of the test file (also the ReactorModule prefix). */
+  prefix: string;
+  crashAtStep?: string;
+  crashFromElement?: number;
+  blockAtStep?: string;
+  blockFile?: string;
+  gateAtStep?: string;
+}
+
+/** The six steps of `chaos-chain`, in order. */
+export const CHAIN_STEPS = ['s1', 's2', 's3', 's4', 's5', 's6'] as const;
+
+/** Upper bound of every wait inside a step, so that a broken test never leaves a process hanging. */
+const STEP_WAIT_LIMIT_MS = 20_000;
+
+/** The Redis keys the probe writes and the tests read (all under the test file's prefix). */
+export class ChaosKeys {
+  constructor(readonly prefix: string) {}
+  /** Executions of `step` in run `runId` (INCR). */
+  ran(runId: string, step: string): string {
+    return `${this.prefix}chaos:ran:${runId}:${step}`;
+  }
+  /** Every execution of run `runId`, in order (RPUSH of step names). */
+  log(runId: string): string {
+    return `${this.prefix}chaos:log:${runId}`;
+  }
+  /** Set when a step that crashes, blocks or waits at a gate is inside its body. */
+  inside(runId: string, step: string): string {
+    return `${this.prefix}chaos:inside:${runId}:${step}`;
+  }
+  /** Set by the test to let a step waiting at its gate go on. */
+  open(runId: string, step: string): string {
+    return `${this.prefix}chaos:open:${runId}:${step}`;
+  }
+  /** Set once a step has blocked (a step blocks once per run). */
+  blocked(runId: string, step: string): string {
+    return `${this.prefix}chaos:blocked:${runId}:${step}`;
+  }
+  /** Executions of one map element (INCR), by the element's run id (`<mapId>#<index>`). */
+  element(elementRunId: string): string {
+    return `${this.prefix}chaos:el:${elementRunId}`;
+  }
+  /** Indices of the elements of map `mapId` hanging inside their step (SET). */
+  elementsInside(mapId: string): string {
+    return `${this.prefix}chaos:elements-inside:${mapId}`;
+  }
+  /** Set by a worker process once it is bootstrapped. */
+  ready(workerId: string): string {
+    return `${this.prefix}chaos:ready:${workerId}`;
+  }
+}
+
+/** The config of a worker child process, from its environment. */
+export function chaosConfigFromEnv(env: NodeJS.ProcessEnv = process.env): ChaosConfig {
+  const required = (name: string): string => {
+    const value = env[name];
+    if (!value) throw new Error(`worker-app: environment variable ${name} is required`);
+    return value;
+  };
+  return {
+    redisUrl: required('REDIS_URL'),
+    prefix: required('CHAOS_PREFIX'),
+    crashAtStep: env.CRASH_AT_STEP || undefined,
+    crashFromElement: env.CRASH_FROM_ELEMENT ? Number(env.CRASH_FROM_ELEMENT) : undefined,
+    blockAtStep: env.BLOCK_AT_STEP || undefined,
+    blockFile: env.BLOCK_FILE || undefined,
+    gateAtStep: env.GATE_AT_STEP || undefined,
+  };
+}
+
+/** Records executions in Redis and carries out the configured misbehaviour. */
+@Injectable()
+export class ChaosProbe implements OnModuleDestroy {
+  readonly keys: ChaosKeys;
+  readonly redis: Redis;
+
+  constructor(@Inject(CHAOS_CONFIG) readonly config: ChaosConfig) {
+    this.keys = new ChaosKeys(config.prefix);
+    this.redis = new Redis(config.redisUrl, { connectionName: 'chaos-probe' });
+  }
+
+  /** Count one execution of `step` in run `runId`. */
+  async enter(runId: string, step: string): Promise<void> {
+    await this.redis.multi().incr(this.keys.ran(runId, step)).rpush(this.keys.log(runId), step).exec();
+  }
+
+  /** Crash, block or wait at the gate, as configured for `step`. */
+  async misbehave(runId: string, step: string): Promise<void> {
+    const { crashAtStep, blockAtStep, blockFile, gateAtStep } = this.config;
+    if (crashAtStep === step) {
+      await this.redis.set(this.keys.inside(runId, step), '1');
+      await hangForever();
+    }
+    if (blockAtStep === step && blockFile) {
+      if ((await this.redis.set(this.keys.blocked(runId, step), '1', 'NX')) === 'OK') {
+        await this.redis.set(this.keys.inside(runId, step), '1');
+        blockEventLoopUntil(() => existsSync(blockFile));
+      }
+    }
+    if (gateAtStep === step) {
+      await this.redis.set(this.keys.inside(runId, step), '1');
+      const deadline = Date.now() + STEP_WAIT_LIMIT_MS;
+      while ((await this.redis.exists(this.keys.open(runId, step))) === 0) {
+        if (Date.now() > deadline) throw new Error(`gate ${step} of run ${runId} was never opened`);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    }
+  }
+
+  async onModuleDestroy(): Promise<void> {
+    await this.redis.quit().catch(() => this.redis.disconnect());
+  }
+}
+
+/** Never settles; a process hanging here is waiting to be killed. */
+function hangForever(): Promise<never> {
+  return new Promise<never>(() => undefined);
+}
+
+/**
+ * Block this thread (so the event loop: no timers, no I/O) until `done()` holds, checking every
+ * 5 ms, for at most {@link STEP_WAIT_LIMIT_MS}.
+ */
+function blockEventLoopUntil(done: () => boolean): void {
+  const cell = new Int32Array(new SharedArrayBuffer(4));
+  const deadline = Date.now() + STEP_WAIT_LIMIT_MS;
+  while (!done() && Date.now() < deadline) Atomics.wait(cell, 0, 0, 5);
+}
+
+/** One link of `chaos-chain`: appends its name to the value it receives. */
+@Step('chaos-step')
+export class ChaosStep implements StepHandler<{ value: string }, string> {
+  constructor(private readonly probe: ChaosProbe) {}
+  async run({ value }: { value: string }, ctx: StepContext): Promise<StepOutcome<string>> {
+    await this.probe.enter(ctx.runId, ctx.stepName);
+    await this.probe.misbehave(ctx.runId, ctx.stepName);
+    return success(`${value}>${ctx.stepName}`);
+  }
+}
+
+/** Returns a string of `size` characters (to exceed `maxContextBytes`). */
+@Step('chaos-big')
+export class BigStep implements StepHandler<{ size: number }, string> {
+  constructor(private readonly probe: ChaosProbe) {}
+  async run({ size }: { size: number }, ctx: StepContext): Promise<StepOutcome<string>> {
+    await this.probe.enter(ctx.runId, ctx.stepName);
+    return success('x'.repeat(size));
+  }
+}
+
+/** The step of a map element: counts its execution by element run id and returns `index * 7`. */
+@Step('chaos-element-work')
+export class ChaosElementStep implements StepHandler<{ index: number }, number> {
+  constructor(private readonly probe: ChaosProbe) {}
+  async run({ index }: { index: number }, ctx: StepContext): Promise<StepOutcome<number>> {
+    const { redis, keys, config } = this.probe;
+    await redis.incr(keys.element(ctx.runId));
+    if (config.crashFromElement !== undefined && index >= config.crashFromElement) {
+      const mapId = ctx.runId.slice(0, ctx.runId.lastIndexOf('#'));
+      await redis.sadd(keys.elementsInside(mapId), String(index));
+      await hangForever();
+    }
+    return success(index * 7);
+  }
+}
+
+type Seed = { seed: string };
+
+/** s1 -> s2 -> ... -> s6, each reading the previous result; the whole run in a worker. */
+@Reactor('chaos-chain', { background: { all: true } })
+export class ChaosChainReactor implements ReactorBlueprint<Seed> {
+  build(r: ReactorBuilder<Seed>) {
+    let previous: Ref<string> = r.input('seed', { type: 'string' });
+    for (const name of CHAIN_STEPS) previous = r.step(name, ChaosStep, { value: previous });
+    return previous;
+  }
+}
+
+type BigInput = Seed & { size: number };
+
+/** s1, then `big` (a result of `size` characters), then s2 (which does not read it). */
+@Reactor('chaos-big', { background: { all: true } })
+export class ChaosBigReactor implements ReactorBlueprint<BigInput> {
+  build(r: ReactorBuilder<BigInput>) {
+    const seed = r.input('seed', { type: 'string' });
+    const s1 = r.step('s1', ChaosStep, { value: seed });
+    const big = r.step('big', BigStep, { size: r.input('size', { type: 'number' }) }, { waitFor: [s1] });
+    return r.step('s2', ChaosStep, { value: seed }, { waitFor: [big] });
+  }
+}
+
+/** s1, then `big` as the last step (its result goes straight into the final save). */
+@Reactor('chaos-big-last', { background: { all: true } })
+export class ChaosBigLastReactor implements ReactorBlueprint<BigInput> {
+  build(r: ReactorBuilder<BigInput>) {
+    const s1 = r.step('s1', ChaosStep, { value: r.input('seed', { type: 'string' }) });
+    return r.step('big', BigStep, { size: r.input('size', { type: 'number' }) }, { waitFor: [s1] });
+  }
+}
+
+type ElementInput = { index: number };
+
+/** The element reactor of `chaos-map`. */
+@Reactor('chaos-element')
+export class ChaosElementReactor implements ReactorBlueprint<ElementInput> {
+  build(r: ReactorBuilder<ElementInput>) {
+    return r.step('work', ChaosElementStep, { index: r.input('index', { type: 'number' }) });
+  }
+}
+
+/** Batch size of the fan-out map of `chaos-map`. */
+export const CHAOS_MAP_BATCH = 10;
+
+/** A fan-out map (`items`, batchSize {@link CHAOS_MAP_BATCH}) of `chaos-element`; the whole run in a worker. */
+@Reactor('chaos-map', { background: { all: true } })
+export class ChaosMapReactor implements ReactorBlueprint<{ items: ElementInput[] }> {
+  build(r: ReactorBuilder<{ items: ElementInput[] }>) {
+    return r.map('items', {
+      source: r.input('items', { type: 'array' }),
+      element: ChaosElementReactor,
+      inputs: (item) => ({ index: item.path('index') }),
+      fanOut: { batchSize: CHAOS_MAP_BATCH },
+    });
+  }
+}
+
+/** The inputs of a `chaos-map` run of `count` elements. */
+export function mapItems(count: number): { items: ElementInput[] } {
+  return { items: Array.from({ length: count }, (_, index) => ({ index })) };
+}
+
+/** Every step and reactor of the chaos fixtures, and the probe. */
+export const CHAOS_PROVIDERS: Provider[] = [
+  ChaosProbe,
+  ChaosStep,
+  BigStep,
+  ChaosElementStep,
+  ChaosChainReactor,
+  ChaosBigReactor,
+  ChaosBigLastReactor,
+  ChaosElementReactor,
+  ChaosMapReactor,
+];
+
+/** The chaos steps and reactors with their config. */
+@Module({})
+export class ChaosFixturesModule {
+  static forRoot(config: ChaosConfig): DynamicModule {
+    return {
+      module: ChaosFixturesModule,
+      providers: [{ provide: CHAOS_CONFIG, useValue: config }, ...CHAOS_PROVIDERS],
+      exports: [ChaosProbe],
+    };
+  }
+}

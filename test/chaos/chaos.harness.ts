@@ -1,0 +1,179 @@
+/**
+ * Test-side helpers of the chaos tests: worker child processes, bounded polling, and apps in the
+ * test process (producer-only by default).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { resolve } from 'node:path';
+import { Test, type TestingModule } from '@nestjs/testing';
+import type { Provider } from '@nestjs/common';
+import { ReactorEngine } from '../../lib/core/engine';
+import type { ReactorModuleOptions } from '../../lib/nest/reactor-module-options.interface';
+import { REACTOR_RUNTIME } from '../../lib/nest/reactor.constants';
+import { ReactorClient } from '../../lib/nest/reactor.client';
+import { ReactorModule } from '../../lib/nest/reactor.module';
+import type { RedisReactorRuntime } from '../../lib/queue/redis.runtime';
+import { CapturingLogger } from '../nest/fixtures';
+import { redisUrl } from '../setup/redis';
+import { ChaosFixturesModule, ChaosKeys, type ChaosConfig } from './chaos.fixtures';
+
+const ROOT = resolve(__dirname, '..', '..');
+const WORKER_APP = 'test/chaos/worker-app.ts';
+
+/** Resolve once `condition()` holds, checking every `intervalMs`; throw after `timeoutMs`. */
+export async function waitFor(
+  condition: () => boolean | Promise<boolean>,
+  options: { timeoutMs: number; intervalMs?: number; what?: string | (() => string) },
+): Promise<void> {
+  const deadline = Date.now() + options.timeoutMs;
+  for (;;) {
+    if (await condition()) return;
+    if (Date.now() > deadline) {
+      const what = typeof options.what === 'function' ? options.what() : (options.what ?? 'condition');
+      throw new Error(`waitFor: ${what} not met within ${options.timeoutMs} ms`);
+    }
+    await new Promise((r) => setTimeout(r, options.intervalMs ?? 25));
+  }
+}
+
+const live = new Set<WorkerProcess>();
+
+// A Jest worker that exits (or is torn down) never leaves a child behind.
+process.once('exit', () => {
+  for (const worker of live) worker.child.kill('SIGKILL');
+});
+
+/** A `worker-app.ts` child process, with its output captured. */
+export class WorkerProcess {
+  private out = '';
+  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+
+  private constructor(
+    readonly name: string,
+    readonly child: ChildProcess,
+  ) {
+    child.stdout?.setEncoding('utf8').on('data', (chunk: string) => (this.out += chunk));
+    child.stderr?.setEncoding('utf8').on('data', (chunk: string) => (this.out += chunk));
+    this.exited = new Promise((resolveExit) => {
+      child.once('exit', (code, signal) => {
+        live.delete(this);
+        resolveExit({ code, signal });
+      });
+    });
+  }
+
+  /**
+   * Start a worker on `prefix` and wait until it is consuming (it prints `ready`).
+   * `env` adds the misbehaviour switches and module options (see worker-app.ts).
+   */
+  static async start(name: string, prefix: string, env: Record<string, string> = {}): Promise<WorkerProcess> {
+    const child = spawn(process.execPath, ['-r', 'ts-node/register/transpile-only', WORKER_APP], {
+      cwd: ROOT,
+      env: {
+        ...process.env,
+        REDIS_URL: redisUrl(),
+        CHAOS_PREFIX: prefix,
+        WORKER_ID: name,
+        NO_COLOR: '1',
+        TS_NODE_PROJECT: resolve(ROOT, 'tsconfig.json'),
+        ...env,
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const worker = new WorkerProcess(name, child);
+    live.add(worker);
+    let exitedEarly = false;
+    void worker.exited.then(() => (exitedEarly = true));
+    await waitFor(() => exitedEarly || /^ready$/m.test(worker.out), {
+      timeoutMs: 20_000,
+      what: () => `worker ${name} ready (output so far:\n${worker.output})`,
+    });
+    if (exitedEarly) throw new Error(`worker ${name} exited before it was ready:\n${worker.output}`);
+    return worker;
+  }
+
+  /** Everything the process printed so far. */
+  get output(): string {
+    return this.out;
+  }
+
+  /** Whether the process is still running. */
+  get alive(): boolean {
+    return this.child.exitCode === null && this.child.signalCode === null;
+  }
+
+  /** Wait until the output matches `pattern`. */
+  async waitForOutput(pattern: RegExp, timeoutMs: number): Promise<void> {
+    await waitFor(() => pattern.test(this.out), {
+      timeoutMs,
+      what: () => `output of worker ${this.name} matching ${pattern} (output:\n${this.out})`,
+    });
+  }
+
+  /** Send `signal` and wait until the process is gone. */
+  async kill(signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
+    if (this.alive) this.child.kill(signal);
+    await this.exited;
+  }
+}
+
+/**
+ * Stop every worker still running: SIGTERM (graceful), then SIGKILL after `graceMs`. Call it in
+ * `afterEach`/`afterAll`, so a failing test never leaves a child behind.
+ */
+export async function stopAllWorkers(graceMs = 3_000): Promise<void> {
+  await Promise.all(
+    [...live].map(async (worker) => {
+      if (!worker.alive) return worker.exited;
+      worker.child.kill('SIGTERM');
+      const timer = setTimeout(() => worker.child.kill('SIGKILL'), graceMs);
+      await worker.exited;
+      clearTimeout(timer);
+    }),
+  );
+}
+
+/** An app in the test process with the chaos fixtures, its client, engine and Redis runtime. */
+export interface ChaosApp {
+  app: TestingModule;
+  client: ReactorClient;
+  engine: ReactorEngine;
+  runtime: RedisReactorRuntime;
+  logger: CapturingLogger;
+  keys: ChaosKeys;
+}
+
+/**
+ * A Nest app in the test process on `prefix` with the chaos fixtures: producer-only
+ * (`workers: false`) and without a scheduled sweeper unless `options` say otherwise.
+ */
+export async function createChaosApp(
+  prefix: string,
+  options: Omit<ReactorModuleOptions, 'prefix' | 'redis'> = {},
+  extra: { config?: Partial<ChaosConfig>; providers?: Provider[] } = {},
+): Promise<ChaosApp> {
+  const logger = new CapturingLogger();
+  const app = await Test.createTestingModule({
+    imports: [
+      ReactorModule.forRoot({
+        redis: { url: redisUrl() },
+        prefix,
+        workers: false,
+        sweeper: { enabled: false },
+        ...options,
+      }),
+      ChaosFixturesModule.forRoot({ redisUrl: redisUrl(), prefix, ...extra.config }),
+    ],
+    providers: extra.providers ?? [],
+  })
+    .setLogger(logger)
+    .compile();
+  await app.init();
+  return {
+    app,
+    client: app.get(ReactorClient),
+    engine: app.get(ReactorEngine),
+    runtime: app.get<RedisReactorRuntime>(REACTOR_RUNTIME),
+    logger,
+    keys: new ChaosKeys(prefix),
+  };
+}
