@@ -5,3 +5,22 @@ describeMapStoreConformance('memory', () => {
   const locks = new MemoryLockManager();
   return { maps: new MemoryMapStore(locks), locks, cleanup: async () => undefined };
 });
+
+it('gives each factory call its own map store and lease table', async () => {
+  const a = new MemoryMapStore(new MemoryLockManager());
+  const b = new MemoryMapStore(new MemoryLockManager());
+  await a.create({
+    mapId: 'r:m',
+    ownerRunId: 'r',
+    ownerReactor: 'x',
+    parentRunId: 'r',
+    step: 'm',
+    elementReactor: 'e',
+    total: 1,
+    batchSize: 1,
+    atomic: true,
+    createdAt: 0,
+  });
+  expect(await a.meta('r:m')).toBeDefined();
+  expect(await b.meta('r:m')).toBeUndefined();
+});

@@ -21,3 +21,12 @@ const memoryFactory: AdapterFactory = (options = {}) => {
 
 describeStorageConformance('memory', memoryFactory);
 describeLockManagerConformance('memory', memoryFactory);
+
+it('gives each factory call its own adapters, so conformance tests cannot leak into each other', async () => {
+  const a = await memoryFactory();
+  const b = await memoryFactory();
+  await a.writeRaw!('shared-id', '{}');
+  await expect(b.storage.load('shared-id')).resolves.toBeUndefined();
+  expect(await b.locks.acquire('k', 1000)).not.toBeNull();
+  expect(await a.locks.acquire('k', 1000)).not.toBeNull();
+});

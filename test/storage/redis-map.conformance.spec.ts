@@ -27,3 +27,9 @@ describeMapStoreConformance('redis', () => {
     },
   };
 });
+
+// Runs after the suite above (declaration order): every test cleaned up after itself.
+it('leaves no keys of its tests behind in Redis', async () => {
+  const [, found] = await redis.scan('0', 'MATCH', `${filePrefix}:*`, 'COUNT', 10_000);
+  expect(found).toEqual([]);
+});

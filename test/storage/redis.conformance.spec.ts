@@ -42,3 +42,9 @@ const redisFactory: AdapterFactory = (options = {}) => {
 
 describeStorageConformance('redis', redisFactory);
 describeLockManagerConformance('redis', redisFactory);
+
+// Runs after the suites above (declaration order): every test cleaned up after itself.
+it('leaves no keys of its tests behind in Redis', async () => {
+  const [, found] = await redis.scan('0', 'MATCH', `${filePrefix}:*`, 'COUNT', 10_000);
+  expect(found).toEqual([]);
+});
