@@ -1,5 +1,5 @@
 /** CRC16/XMODEM (poly 0x1021, init 0), the checksum Redis Cluster uses for key slots. */
-function crc16(data: Buffer): number {
+export function crc16(data: Buffer): number {
   let crc = 0;
   for (const byte of data) {
     crc ^= byte << 8;

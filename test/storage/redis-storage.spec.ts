@@ -14,7 +14,7 @@ import { StorageErrorCode, storageError } from '../../lib/storage/storage-error-
 import { waitFor } from '../conformance/adapter-harness';
 import { makeRunState, newRunId, T0 } from '../conformance/run-state.factory';
 import { cleanupPrefix, createTestRedis, redisUrl, uniquePrefix } from '../setup/redis';
-import { keySlot } from './key-slot';
+import { crc16, keySlot } from './key-slot';
 import { RedisMonitor, type MonitoredCommand } from './redis-monitor';
 
 const filePrefix = uniquePrefix('redis-storage').replace(/:$/, '');
