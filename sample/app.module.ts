@@ -9,6 +9,7 @@ import { PaymentsService } from './payments.service';
 import { ReserveInventory } from './reserve-inventory.step';
 import { ScreenFraud } from './screen-fraud.step';
 import { ShippingService } from './shipping.service';
+import { AddStock, RestockImportReactor, RestockLineReactor } from './restock.reactor';
 
 /** The sample application: the embedded runtime (no Redis), and the checkout saga. */
 @Module({
@@ -23,6 +24,9 @@ import { ShippingService } from './shipping.service';
     CreateShipment,
     CheckoutReactor,
     OrdersService,
+    AddStock,
+    RestockLineReactor,
+    RestockImportReactor,
   ],
 })
 export class AppModule {}

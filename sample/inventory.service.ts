@@ -42,6 +42,18 @@ export class InventoryService {
     this.logger.warn(`released ${reservationId} (${describe(reservation.lines)} back in stock)`);
   }
 
+  /** Whether the warehouse stocks this SKU. */
+  knows(sku: string): boolean {
+    return this.stock.has(sku);
+  }
+
+  /** Add (or, negative, remove) units of a SKU: a restock line and its undo. */
+  add(sku: string, quantity: number): void {
+    this.stock.set(sku, (this.stock.get(sku) ?? 0) + quantity);
+    if (quantity > 0) this.logger.log(`restocked ${quantity} × ${sku}`);
+    else this.logger.warn(`took back ${-quantity} × ${sku} (restock undone)`);
+  }
+
   /** Units in stock per SKU. */
   snapshot(): Record<string, number> {
     return Object.fromEntries(this.stock);

@@ -6,6 +6,7 @@ import { InventoryService } from './inventory.service';
 import type { OrderDto } from './order.dto';
 import { OrdersService } from './orders.service';
 import { PaymentsService } from './payments.service';
+import { RestockImportReactor } from './restock.reactor';
 
 const order = (orderId: string, country: string): OrderDto => ({
   orderId,
@@ -49,7 +50,40 @@ async function main(): Promise<void> {
       stored?.completed.join(', '),
     );
 
-    if (ok.status !== 'completed' || failed.status !== 'failed' || failed.failure.rollbackFailures.length > 0) {
+    banner('3. Restock import: a fan-out map over the lines of a supplier file (2 in flight)');
+    const restock = await client.run(RestockImportReactor, {
+      lines: [
+        { sku: 'book', quantity: 5 },
+        { sku: 'lamp', quantity: 4 },
+        { sku: 'book', quantity: 1 },
+      ],
+    });
+    console.log(`run ${restock.runId}: ${restock.status.toUpperCase()} (the map hands off to workers)`);
+    const imported = await client.wait(restock.runId, { timeoutMs: 10_000 });
+    report(imported);
+    console.log('map progress', (await client.get(restock.runId))?.maps.lines);
+    console.log('stock     ', inventory.snapshot());
+
+    banner('4. Restock import with an unknown SKU (atomic: every added line is undone, highest index first)');
+    const bad = await client.run(RestockImportReactor, {
+      lines: [
+        { sku: 'book', quantity: 2 },
+        { sku: 'lamp', quantity: 2 },
+        { sku: 'desk', quantity: 1 },
+        { sku: 'book', quantity: 3 },
+      ],
+    });
+    const badOutcome = await client.wait(bad.runId, { timeoutMs: 10_000 });
+    report(badOutcome);
+    console.log('stock     ', inventory.snapshot(), '(unchanged by the failed import)');
+
+    if (
+      ok.status !== 'completed' ||
+      failed.status !== 'failed' ||
+      failed.failure.rollbackFailures.length > 0 ||
+      imported.status !== 'completed' ||
+      badOutcome.status !== 'failed'
+    ) {
       console.error('\nUnexpected outcomes: the sample did not behave as documented.');
       process.exitCode = 1;
     }
@@ -91,7 +125,7 @@ function traceLine(entry: TraceEntry, start: number): string {
   const label = TRACE_LABELS[entry.type].padEnd(10);
   const detail =
     entry.type === 'run'
-      ? `attempt ${entry.attempt ?? 1}`
+      ? (entry.detail ?? `attempt ${entry.attempt ?? 1}`)
       : entry.type === 'compensate' || entry.type === 'undo'
         ? `${entry.ok ? 'ok' : 'failed'}${entry.detail ? ` (${entry.detail})` : ''}`
         : (entry.detail ?? '');

@@ -430,9 +430,15 @@ export class RunExecution {
     }
 
     for (;;) {
-      const attempt = (this.state.attempts[step.name] ?? 0) + 1;
+      // Re-entering a fan-out map to adopt its results is not a new attempt.
+      const adopting = step.handler.kind === 'map' && this.state.maps?.[step.name]?.mode === 'fanOut';
+      const attempt = (this.state.attempts[step.name] ?? 0) + (adopting ? 0 : 1);
       this.state.attempts[step.name] = attempt;
-      this.trace({ type: 'run', step: step.name, attempt, arguments: shownArgs });
+      this.trace(
+        adopting
+          ? { type: 'run', step: step.name, attempt, detail: 'adopting the map results' }
+          : { type: 'run', step: step.name, attempt, arguments: shownArgs },
+      );
       let outcome = await this.invoke(step, args, attempt);
 
       if ((outcome instanceof Success || outcome instanceof Skipped) && step.output) {

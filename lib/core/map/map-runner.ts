@@ -264,7 +264,8 @@ async function runInline(
   const halted = records.find((r) => r?.status === 'halted');
   if (halted && halted.status === 'halted') return new Halt(halted.reason, halted.details);
   const failedAt = spec.atomic ? records.findIndex((r) => r?.status === 'failed') : -1;
-  if (failedAt >= 0) return mapFailure(records[failedAt] as Extract<ElementRecord, { status: 'failed' }>);
+  if (failedAt >= 0)
+    return mapFailure(host, step, failedAt, records[failedAt] as Extract<ElementRecord, { status: 'failed' }>);
   return finishResults(spec, new ArrayResults(records), { $mapRecords: records });
 }
 
@@ -281,13 +282,22 @@ async function finishResults(
   }
 }
 
-/** A map failed because an element failed: keep the element's failure, and compensate the map. */
-function mapFailure(record: Extract<ElementRecord, { status: 'failed' }>): Failure {
-  const failure = new Failure(new Error(record.failure.message), { retryable: false }) as Failure & {
+/**
+ * A map failed because an element failed: keep the element's failure (its reactor, step, exception
+ * class, field errors), say which map and element in the message, and compensate the map.
+ */
+function mapFailure(
+  host: MapHost,
+  step: StepDefinition,
+  index: number,
+  record: Extract<ElementRecord, { status: 'failed' }>,
+): Failure {
+  const message = `Reactor '${host.def.name}' map '${step.name}' element ${index}: ${record.failure.message}`;
+  const failure = new Failure(new Error(message), { retryable: false }) as Failure & {
     childFailure?: unknown;
     compensateMap?: boolean;
   };
-  failure.childFailure = record.failure;
+  failure.childFailure = { ...record.failure, message };
   failure.compensateMap = true;
   return failure;
 }
@@ -372,7 +382,7 @@ async function adopt(
   await maps.close(record.mapId);
   if (spec.atomic && progress.failedIndex !== undefined) {
     const [failed] = await maps.records(record.mapId, progress.failedIndex, progress.failedIndex + 1);
-    if (failed?.status === 'failed') return mapFailure(failed);
+    if (failed?.status === 'failed') return mapFailure(host, step, progress.failedIndex, failed);
   }
   if (progress.halted > 0) {
     for await (const o of new ResultEnumerator(maps, record.mapId, meta.total)) {
