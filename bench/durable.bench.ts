@@ -25,7 +25,7 @@ import { benchRedis, CommandCounter } from './redis-counter';
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 500);
 const STEPS = 10;
-const CONCURRENCY = 10;
+const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 10);
 
 export interface DurableResult {
   name: string;
