@@ -21,7 +21,7 @@ export interface ReactorBlueprint<I = Record<string, unknown>, O = unknown> {
 }
 
 /** A class implementing {@link ReactorBlueprint}. */
-export type ReactorClass<I = any, O = any> = new (...deps: never[]) => ReactorBlueprint<I, O>; // eslint-disable-line @typescript-eslint/no-explicit-any
+export type ReactorClass<I = unknown, O = unknown> = new (...deps: never[]) => ReactorBlueprint<I, O>;
 
 /** The input type of a reactor class. */
 export type ReactorInputOf<C> = C extends new (...deps: never[]) => { build(r: ReactorBuilder<infer I>): unknown }
