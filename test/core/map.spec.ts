@@ -2,6 +2,7 @@ import { defineReactor, type ReactorBuilder } from '../../lib/core/definition/bu
 import type { MapResults } from '../../lib/core/map/map-results';
 import { failure, halt, success } from '../../lib/core/results/step-outcome';
 import type { ReactorJob } from '../../lib/core/ports/job-dispatcher.port';
+import { elementLeaseKey } from '../../lib/core/map/map-keys';
 import { createHarness } from './harness';
 
 interface Item {
@@ -366,5 +367,96 @@ describe('map: recovery', () => {
       'run:sku-3',
       'run:sku-4',
     ]);
+  });
+});
+
+describe('map: rollback edge cases', () => {
+  it('a throwing collect fails the map and undoes every completed element', async () => {
+    const log: string[] = [];
+    const { engine } = createHarness();
+    engine.register(reserveItem(log));
+    const def = defineReactor('collect-throws', (r: ReactorBuilder<{ items: Item[] }>) =>
+      r.map('all', {
+        source: r.input('items', { type: 'array' }),
+        element: 'reserve-item',
+        inputs: (item) => ({ sku: item.path('sku'), qty: item.path('qty'), factor: r.value(1) }),
+        collect: () => {
+          throw new RangeError('cannot summarize');
+        },
+      }),
+    );
+    const outcome = await engine.run(def, { items: items.slice(0, 3) });
+    expect(outcome.status === 'failed' && outcome.failure).toMatchObject({
+      stepName: 'all',
+      exceptionClass: 'RangeError',
+      errorMessage: 'cannot summarize',
+    });
+    expect(log.filter((l) => l.startsWith('undo:'))).toEqual(['undo:sku-2', 'undo:sku-1', 'undo:sku-0']);
+  });
+
+  /** Run a fan-out import to completion by delivering jobs by hand; returns the harness and run id. */
+  async function completedFanOut(count: number) {
+    const jobs: ReactorJob[] = [];
+    const harness = createHarness({ dispatcher: { dispatch: async (job) => void jobs.push(job) } });
+    const log: string[] = [];
+    harness.engine.register(reserveItem(log));
+    const started = await harness.engine.run(importer({ fanOut: 2 }), { items: items.slice(0, count), factor: 1 });
+    const deliver = async (filter: (j: ReactorJob) => boolean = () => true) => {
+      for (let j = jobs.findIndex(filter); j >= 0; j = jobs.findIndex(filter))
+        await harness.engine.handleJob(jobs.splice(j, 1)[0]);
+    };
+    await deliver();
+    expect((await harness.engine.get(started.runId))?.status).toBe('completed');
+    log.length = 0;
+    return { ...harness, jobs, log, deliver, runId: started.runId };
+  }
+
+  it('an element whose state expired is reported contextUnavailable; the rest are undone', async () => {
+    const { engine, maps, log, deliver, runId } = await completedFanOut(3);
+    const real = maps.elementState.bind(maps);
+    jest
+      .spyOn(maps, 'elementState')
+      .mockImplementation(async (mapId, index) => (index === 1 ? undefined : real(mapId, index)));
+    await engine.undo(runId);
+    await deliver();
+    const view = await engine.get(runId);
+    expect(view?.status).toBe('cancelled');
+    expect(log).toEqual(['undo:sku-2', 'undo:sku-0']);
+    expect(view?.cancellation?.rollbackFailures).toEqual([
+      expect.objectContaining({ reason: 'contextUnavailable', mapStep: 'reserve-all', elementIndex: 1, kind: 'undo' }),
+    ]);
+  });
+
+  it('an element still running when the map rolls back is reported elementInFlight after bounded waits', async () => {
+    const { engine, locks, log, deliver, jobs, runId } = await completedFanOut(2);
+    const mapId = `${runId}:reserve-all`;
+    await locks.acquire(elementLeaseKey(mapId, 1), 10 * 60_000); // a duplicate of element 1 holds its lease
+    await engine.undo(runId);
+    await deliver();
+    expect(jobs).toEqual([]);
+    const view = await engine.get(runId);
+    expect(view?.status).toBe('cancelled');
+    expect(log).toEqual(['undo:sku-0']);
+    expect(view?.cancellation?.rollbackFailures).toEqual([
+      expect.objectContaining({ reason: 'elementInFlight', mapStep: 'reserve-all', elementIndex: 1 }),
+    ]);
+  });
+
+  it('the map sweeper re-dispatches a lost element rollback job', async () => {
+    const { engine, log, deliver, jobs, runId, clock } = await completedFanOut(3);
+    await engine.undo(runId);
+    const lost = jobs.splice(
+      jobs.findIndex((j) => j.kind === 'map-rollback' && j.index === 2),
+      1,
+    )[0];
+    expect(lost).toBeDefined();
+    await deliver();
+    expect((await engine.get(runId))?.status).toBe('rolling_back');
+    clock.advance(120_000);
+    expect(await engine.recoverMaps({ graceMs: 0 })).toBe(1);
+    expect(jobs).toEqual([lost]);
+    await deliver();
+    expect((await engine.get(runId))?.status).toBe('cancelled');
+    expect([...log].sort()).toEqual(['undo:sku-0', 'undo:sku-1', 'undo:sku-2']);
   });
 });
