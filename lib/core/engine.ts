@@ -22,9 +22,9 @@ import { systemClock, type Clock } from './ports/clock.port';
 import type { JobDispatcher, ReactorJob } from './ports/job-dispatcher.port';
 import type { Lease, LockManager } from './ports/lock-manager.port';
 import type { ClaimResult, ReactorStorage } from './ports/reactor-storage.port';
-import type { ElementRecord, MapMeta, MapProgress, MapStore } from './ports/map-store.port';
-import { elementLeaseKey, elementRunId } from './map/map-keys';
-import { hydrateMapValue, recordOf, rollbackStateOf } from './map/map-runner';
+import type { ElementRecord, MapProgress, MapStore } from './ports/map-store.port';
+import { MapJobs } from './map/map-jobs';
+import { hydrateMapValue } from './map/map-runner';
 import { ConstructingStepResolver, type StepResolver } from './ports/step-resolver.port';
 import type { RollbackFailure, RunFailure, RunOutcome } from './results/run-outcome';
 import { describeFieldErrors, validateReactorInputs } from './validation/validate';
@@ -110,8 +110,6 @@ function inlineProgress(records: ElementRecord[]): MapProgress {
 }
 
 const RUN_LEASE_PREFIX = 'run:';
-/** How many times an element rollback waits for a still-running duplicate of the element. */
-const ELEMENT_ROLLBACK_SNOOZES = 20;
 
 /** The lease key of a run (shared by executions, undo and the sweeper). */
 export function runLeaseKey(runId: string): string {
@@ -130,7 +128,7 @@ export class ReactorEngine {
   private readonly leaseTtlMs: number;
   private readonly logger: EngineLogger;
   private readonly waiters = new Map<string, Set<() => void>>();
-  private readonly mapMetas = new Map<string, MapMeta>();
+  private readonly mapJobs: MapJobs;
 
   constructor(private readonly options: ReactorEngineOptions) {
     this.clock = options.clock ?? systemClock;
@@ -142,6 +140,22 @@ export class ReactorEngine {
     };
     this.middleware = new MiddlewareRunner(options.middleware ?? [], this.logger);
     this.leaseTtlMs = options.leaseTtlMs ?? 60_000;
+    this.mapJobs = new MapJobs({
+      maps: options.maps,
+      storage: options.storage,
+      locks: options.locks,
+      clock: this.clock,
+      leaseTtlMs: this.leaseTtlMs,
+      logger: this.logger,
+      hasDispatcher: options.dispatcher !== undefined,
+      definition: (name) => this.definition(name),
+      env: (mode, lease, owner) => this.env(mode, lease, owner),
+      startExtending: (lease) => this.startExtending(lease),
+      snooze: (job) => this.snooze(job),
+      dispatcher: (reactorName) => this.requireDispatcher(reactorName),
+      dispatchAll: (jobs, delayMs) => this.dispatchAll(jobs, delayMs),
+      runLeaseHeld: (runId) => options.locks.isHeld(runLeaseKey(runId)),
+    });
   }
 
   /** Register a definition. Registering the same name with another shape is an error. */
@@ -312,8 +326,8 @@ export class ReactorEngine {
    * normally, so the job is not retried.
    */
   async handleJob(job: ReactorJob): Promise<void> {
-    if (job.kind === 'map-element') return this.handleElement(job);
-    if (job.kind === 'map-rollback') return this.handleElementRollback(job);
+    if (job.kind === 'map-element') return this.mapJobs.handleElement(job);
+    if (job.kind === 'map-rollback') return this.mapJobs.handleElementRollback(job);
     if (job.kind !== 'resume') {
       throw new ReactorError('INTERNAL', `Job kind '${job.kind}' is not handled by this engine.`);
     }
@@ -424,7 +438,7 @@ export class ReactorEngine {
         if (!state || !['running', 'rolling_back', 'pending'].includes(state.status)) continue;
         if (now - state.updatedAt < graceMs) continue;
         if (state.retryAt && Math.max(...Object.values(state.retryAt)) > now) continue;
-        if (await this.waitingOnMap(state)) continue; // the map's last element (or recoverMaps) resumes it
+        if (await this.mapJobs.waitingOnMap(state)) continue; // the map's last element (or recoverMaps) resumes it
         await dispatcher.dispatch({ kind: 'resume', runId, reactorName: state.reactorName });
         recovered++;
       } catch (error) {
@@ -553,6 +567,16 @@ export class ReactorEngine {
     }
   }
 
+  /**
+   * Recover fan-out maps (reading the index of open maps, never the keyspace): re-dispatch
+   * elements that were dispatched but have no record and no live lease, refill a dispatch window
+   * whose continuation was lost, re-dispatch lost element rollback jobs, and resume an owner whose
+   * completion signal was lost. Returns how many maps needed something.
+   */
+  recoverMaps(options: { limit?: number; graceMs?: number } = {}): Promise<number> {
+    return this.mapJobs.recoverMaps(options);
+  }
+
   /** Re-enqueue a job whose run is busy elsewhere, after the snooze delay plus jitter. */
   private async snooze(job: ReactorJob): Promise<void> {
     const base = this.options.snoozeDelayMs ?? 5_000;
@@ -563,245 +587,10 @@ export class ReactorEngine {
     );
   }
 
-  /** Run one element of a fan-out map (a `map-element` job). */
-  private async handleElement(job: ReactorJob): Promise<void> {
-    const maps = this.requireMaps();
-    const mapId = job.mapId!;
-    const index = job.index!;
-    const meta = await this.mapMeta(mapId);
-    if (!meta) return; // expired or never created: nothing to do
-    const def = this.definition(meta.elementReactor);
-    const lease: Lease = { key: elementLeaseKey(mapId, index), token: randomUUID() };
-    const claim = await maps.claimElement(mapId, index, lease, this.leaseTtlMs);
-    if (!claim.acquired || claim.done) return; // a duplicate delivery: the live one settles it
-    let record: ElementRecord | undefined;
-    let kept: RunState | undefined;
-    let state: RunState | undefined = claim.state;
-    if (claim.skip) {
-      record = { status: 'skipped' };
-    } else if (!state) {
-      const { inputs, errors } = await validateReactorInputs(def.inputs, claim.input);
-      if (Object.keys(errors).length > 0) {
-        const message = `Reactor '${meta.ownerReactor}' map '${meta.step}' element ${index}: input validation failed: ${describeFieldErrors(errors)}`;
-        record = {
-          status: 'failed',
-          failure: {
-            message,
-            code: 'INPUT_VALIDATION',
-            reactorName: def.name,
-            exceptionClass: 'InputValidationError',
-            errorMessage: message,
-            retryable: false,
-            inputs: redactInputs(def, inputs),
-            fieldErrors: errors,
-            rollbackFailures: [],
-          },
-        };
-      } else {
-        state = newRunState(def, elementRunId(mapId, index), inputs, this.clock.now());
-        state.status = 'running';
-      }
-    }
-    if (!record && state) {
-      const due = state.retryAt ? Math.max(...Object.values(state.retryAt)) - this.clock.now() : 0;
-      if (due > 0) {
-        await this.options.locks.release(lease).catch(() => undefined);
-        await this.requireDispatcher(def.name).dispatch(job, { delayMs: due });
-        return;
-      }
-      const extender = this.startExtending(lease);
-      try {
-        const elementState = state;
-        const env: ExecutionEnv = {
-          ...this.env('worker', lease, { runId: meta.ownerRunId, reactorName: meta.ownerReactor }),
-          inElement: true,
-          enqueueResume: (_runId, _reactorName, delayMs) => this.requireDispatcher(def.name).dispatch(job, { delayMs }),
-        };
-        // Checkpoints of an element go to the map's element state; its final record is written by settle.
-        const save = async (final: boolean) => {
-          if (isTerminal(elementState.status)) return;
-          elementState.updatedAt = this.clock.now();
-          await maps.putElementState(mapId, index, elementState, lease);
-          if (final) await this.options.locks.release(lease).catch(() => undefined);
-        };
-        const execution = new RunExecution(def, elementState, env, save);
-        const outcome = await execution.execute(claim.state !== undefined);
-        if (outcome.status === 'dispatched') return; // a retry was scheduled
-        record = recordOf(outcome);
-        kept = record.status === 'completed' ? rollbackStateOf(elementState, execution) : undefined;
-      } finally {
-        clearInterval(extender.timer);
-      }
-    }
-    const settled = await maps.settleElement(mapId, index, record!, kept, lease);
-    await this.dispatchMapJobs(meta.ownerRunId, meta.ownerReactor, mapId, settled.next, 'map-element');
-    if (settled.signalOwner)
-      await this.requireDispatcher(meta.ownerReactor).dispatch({
-        kind: 'resume',
-        runId: meta.ownerRunId,
-        reactorName: meta.ownerReactor,
-      });
-  }
-
-  /** Undo one completed element of a fan-out map that is rolling back (a `map-rollback` job). */
-  private async handleElementRollback(job: ReactorJob): Promise<void> {
-    const maps = this.requireMaps();
-    const mapId = job.mapId!;
-    const index = job.index!;
-    const meta = await this.mapMeta(mapId);
-    if (!meta) return;
-    const tag = (failures: RollbackFailure[]) =>
-      failures.map((f) => ({ ...f, mapStep: meta.step, elementIndex: index }));
-    let failures: RollbackFailure[];
-    const lease = await this.options.locks.acquire(elementLeaseKey(mapId, index), this.leaseTtlMs);
-    if (!lease) {
-      // A duplicate of the element is still running: wait for it, a bounded number of times.
-      if ((job.snoozes ?? 0) < ELEMENT_ROLLBACK_SNOOZES) {
-        await this.snooze(job);
-        return;
-      }
-      failures = tag([
-        {
-          step: meta.step,
-          kind: 'undo',
-          reason: 'elementInFlight',
-          message: `element ${index} was still running when the map rolled back`,
-          reactorName: meta.ownerReactor,
-        },
-      ]);
-    } else {
-      const state = await maps.elementState(mapId, index);
-      if (!state) {
-        failures = tag([
-          {
-            step: meta.step,
-            kind: 'undo',
-            reason: 'contextUnavailable',
-            message: `the state of element ${index} is no longer stored (contextTtl)`,
-            reactorName: meta.ownerReactor,
-          },
-        ]);
-      } else {
-        const def = this.definition(meta.elementReactor);
-        const env: ExecutionEnv = {
-          ...this.env('worker', lease, { runId: meta.ownerRunId, reactorName: meta.ownerReactor }),
-          inElement: true,
-        };
-        const save = async () => maps.putElementState(mapId, index, state, lease);
-        failures = tag(await new RunExecution(def, state, env, save, false).undoAll());
-      }
-    }
-    const settled = await maps.settleRollback(mapId, index, failures, lease ?? undefined);
-    await this.dispatchMapJobs(meta.ownerRunId, meta.ownerReactor, mapId, settled.next, 'map-rollback');
-    if (settled.signalOwner)
-      await this.requireDispatcher(meta.ownerReactor).dispatch({
-        kind: 'resume',
-        runId: meta.ownerRunId,
-        reactorName: meta.ownerReactor,
-      });
-  }
-
-  private async dispatchMapJobs(
-    ownerRunId: string,
-    ownerReactor: string,
-    mapId: string,
-    indices: number[],
-    kind: 'map-element' | 'map-rollback',
-  ): Promise<void> {
-    if (indices.length === 0) return;
-    await this.dispatchAll(
-      indices.map((index) => ({ kind, runId: ownerRunId, reactorName: ownerReactor, mapId, index })),
-    );
-  }
-
   private async dispatchAll(jobs: ReactorJob[], delayMs?: number): Promise<void> {
     const dispatcher = this.requireDispatcher(jobs[0]?.reactorName ?? '(map)');
     if (dispatcher.dispatchMany) await dispatcher.dispatchMany(jobs, { delayMs });
     else for (const job of jobs) await dispatcher.dispatch(job, { delayMs });
-  }
-
-  /**
-   * Recover fan-out maps (reading the index of open maps, never the keyspace): re-dispatch
-   * elements that were dispatched but have no record and no live lease, refill a dispatch window
-   * whose continuation was lost, re-dispatch lost element rollback jobs, and resume an owner whose
-   * completion signal was lost. Returns how many maps needed something.
-   */
-  async recoverMaps(options: { limit?: number; graceMs?: number } = {}): Promise<number> {
-    const maps = this.options.maps;
-    if (!maps || !this.options.dispatcher) return 0;
-    const graceMs = options.graceMs ?? this.leaseTtlMs;
-    let touched = 0;
-    for (const mapId of await maps.listOpen(options.limit ?? 1000)) {
-      try {
-        const meta = await maps.meta(mapId);
-        if (!meta) continue;
-        const progress = await maps.progress(mapId);
-        const rollback = await maps.rollbackProgress(mapId);
-        let acted = false;
-        if (rollback && rollback.reported < rollback.total) {
-          const lost = await maps.stalledRollback(mapId, meta.batchSize);
-          await this.dispatchMapJobs(meta.ownerRunId, meta.ownerReactor, mapId, lost, 'map-rollback');
-          acted = lost.length > 0;
-        } else if (!progress.done) {
-          const lost = await maps.stalled(mapId, meta.batchSize);
-          const inFlight = progress.dispatched - progress.settled;
-          // The window lost its continuation (a dispatcher died after settling): top it up.
-          const refill = inFlight < meta.batchSize ? await maps.reserve(mapId, meta.batchSize - inFlight) : [];
-          await this.dispatchMapJobs(meta.ownerRunId, meta.ownerReactor, mapId, [...lost, ...refill], 'map-element');
-          acted = lost.length + refill.length > 0;
-        }
-        if (!acted && (progress.done || (rollback && rollback.reported >= rollback.total))) {
-          // Done, but the owner has not adopted it: its signal (or its resume job) was lost.
-          const owner = await this.options.storage.load(meta.ownerRunId);
-          const idle =
-            owner &&
-            ['running', 'rolling_back'].includes(owner.status) &&
-            this.clock.now() - owner.updatedAt >= graceMs;
-          if (idle && !(await this.options.locks.isHeld(runLeaseKey(meta.ownerRunId)))) {
-            await this.requireDispatcher(meta.ownerReactor).dispatch({
-              kind: 'resume',
-              runId: meta.ownerRunId,
-              reactorName: meta.ownerReactor,
-            });
-            acted = true;
-          }
-        }
-        if (acted) touched++;
-      } catch (error) {
-        this.logger.warn(`Map sweeper skipped map '${mapId}': ${(error as Error)?.message ?? String(error)}`);
-      }
-    }
-    return touched;
-  }
-
-  /**
-   * Whether the run is parked on a fan-out map (its elements or its element rollbacks) that is
-   * still stored: then the map, not the run, needs watching.
-   */
-  private async waitingOnMap(state: RunState): Promise<boolean> {
-    if (state.handoff?.mode !== 'map' || !this.options.maps) return false;
-    const mapIds = Object.values(state.maps ?? {}).map((m) => m.mapId);
-    for (const child of Object.values(state.children))
-      mapIds.push(...Object.values(child.maps ?? {}).map((m) => m.mapId));
-    for (const mapId of mapIds) if (await this.mapMeta(mapId)) return true;
-    return false;
-  }
-
-  /** A map's metadata; it never changes once written, so each process reads it once. */
-  private async mapMeta(mapId: string): Promise<MapMeta | undefined> {
-    const cached = this.mapMetas.get(mapId);
-    if (cached) return cached;
-    const meta = await this.requireMaps().meta(mapId);
-    if (!meta) return undefined;
-    if (this.mapMetas.size >= 1000) this.mapMetas.delete(this.mapMetas.keys().next().value as string);
-    this.mapMetas.set(mapId, meta);
-    return meta;
-  }
-
-  private requireMaps(): MapStore {
-    if (!this.options.maps)
-      throw new ReactorError('INTERNAL', 'Fan-out maps need a map store, and none is configured.');
-    return this.options.maps;
   }
 
   private startExtending(lease: Lease): { timer: NodeJS.Timeout; lost: boolean } {
