@@ -14,11 +14,10 @@ import {
   type ScriptName,
 } from '../../lib/storage/redis';
 import { StorageErrorCode, storageError } from '../../lib/storage/storage-error-codes';
-import { waitFor } from '../conformance/adapter-harness';
 import { makeRunState, newRunId, T0 } from '../conformance/run-state.factory';
 import { cleanupPrefix, createTestRedis, redisUrl, uniquePrefix } from '../setup/redis';
 import { keySlot } from './key-slot';
-import { RedisMonitor, type MonitoredCommand } from './redis-monitor';
+import { RedisMonitor } from './redis-monitor';
 
 const DAY = 24 * 3600 * 1000;
 const filePrefix = uniquePrefix('redis-map-store').replace(/:$/, '');
@@ -180,23 +179,7 @@ describe('RedisMapStore: scripts, slots and round trips (counted with MONITOR)',
   });
   afterAll(() => monitor.close());
 
-  /** The commands `client` sent while `action` ran, in order, as Redis saw them. */
-  async function commandsOf(client: Redis, action: () => Promise<unknown>): Promise<string[][]> {
-    const id = randomUUID();
-    await client.echo(`start-${id}`);
-    await action();
-    await client.echo(`end-${id}`);
-    const seen = monitor.commands;
-    const isMark = (e: MonitoredCommand, mark: string) => e.args[0]?.toLowerCase() === 'echo' && e.args[1] === mark;
-    await waitFor(() => seen.some((e) => isMark(e, `end-${id}`)), 'the end marker in MONITOR');
-    const start = seen.findIndex((e) => isMark(e, `start-${id}`));
-    const end = seen.findIndex((e) => isMark(e, `end-${id}`));
-    const source = seen[start].source;
-    return seen
-      .slice(start + 1, end)
-      .filter((e) => e.source === source)
-      .map((e) => e.args);
-  }
+  const commandsOf = (client: Redis, action: () => Promise<unknown>) => monitor.commandsOf(client, action);
 
   const names = (commands: string[][]) => commands.map((c) => c[0].toLowerCase());
   /** Keys of an EVAL/EVALSHA: [name, script|sha, numkeys, ...keys, ...args]. */

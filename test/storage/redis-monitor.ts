@@ -1,4 +1,7 @@
+import { randomUUID } from 'node:crypto';
 import { createConnection, type Socket } from 'node:net';
+import type { Redis } from 'ioredis';
+import { waitFor } from '../conformance/adapter-harness';
 
 /** One command as `MONITOR` reported it. */
 export interface MonitoredCommand {
@@ -55,6 +58,27 @@ export class RedisMonitor {
       });
       socket.write(handshake.join(''));
     });
+  }
+
+  /**
+   * The commands `client` sent while `action` ran, in order, as Redis saw them (between two ECHO
+   * markers the client sends itself; commands from other clients and inside scripts are left out).
+   */
+  async commandsOf(client: Redis, action: () => Promise<unknown>): Promise<string[][]> {
+    const id = randomUUID();
+    await client.echo(`start-${id}`);
+    await action();
+    await client.echo(`end-${id}`);
+    const seen = this.commands;
+    const isMark = (e: MonitoredCommand, mark: string) => e.args[0]?.toLowerCase() === 'echo' && e.args[1] === mark;
+    await waitFor(() => seen.some((e) => isMark(e, `end-${id}`)), 'the end marker in MONITOR');
+    const start = seen.findIndex((e) => isMark(e, `start-${id}`));
+    const end = seen.findIndex((e) => isMark(e, `end-${id}`));
+    const source = seen[start].source;
+    return seen
+      .slice(start + 1, end)
+      .filter((e) => e.source === source)
+      .map((e) => e.args);
   }
 
   close(): void {

@@ -15,7 +15,7 @@ import { waitFor } from '../conformance/adapter-harness';
 import { makeRunState, newRunId, T0 } from '../conformance/run-state.factory';
 import { cleanupPrefix, createTestRedis, redisUrl, uniquePrefix } from '../setup/redis';
 import { crc16, keySlot } from './key-slot';
-import { RedisMonitor, type MonitoredCommand } from './redis-monitor';
+import { RedisMonitor } from './redis-monitor';
 
 const filePrefix = uniquePrefix('redis-storage').replace(/:$/, '');
 let redis: Redis;
@@ -175,23 +175,7 @@ describe('round trips (counted with MONITOR)', () => {
   });
   afterAll(() => monitor.close());
 
-  /** The commands `client` sent while `action` ran, in order, as Redis saw them. */
-  async function commandsOf(client: Redis, action: () => Promise<unknown>): Promise<string[][]> {
-    const id = randomUUID();
-    await client.echo(`start-${id}`);
-    await action();
-    await client.echo(`end-${id}`);
-    const seen = monitor.commands;
-    const isMark = (e: MonitoredCommand, mark: string) => e.args[0]?.toLowerCase() === 'echo' && e.args[1] === mark;
-    await waitFor(() => seen.some((e) => isMark(e, `end-${id}`)), 'the end marker in MONITOR');
-    const start = seen.findIndex((e) => isMark(e, `start-${id}`));
-    const end = seen.findIndex((e) => isMark(e, `end-${id}`));
-    const source = seen[start].source;
-    return seen
-      .slice(start + 1, end)
-      .filter((e) => e.source === source)
-      .map((e) => e.args);
-  }
+  const commandsOf = (client: Redis, action: () => Promise<unknown>) => monitor.commandsOf(client, action);
 
   function fresh(): { client: Redis; storage: RedisReactorStorage; locks: RedisLockManager } {
     const client = createTestRedis();
