@@ -48,6 +48,7 @@ import type { StepResolver } from '../ports/step-resolver.port';
 import type { RollbackFailure, RunFailure, RunOutcome } from '../results/run-outcome';
 import { Failure, Halt, Skipped, Success, isStepOutcome, type StepOutcome } from '../results/step-outcome';
 import { isStepSignal } from '../results/step-signal';
+import { NestedFailure } from '../results/nested-failure';
 import { describeFieldErrors, validateDto, validateReactorInputs } from '../validation/validate';
 import { redactArgs, redactInputs } from './redaction';
 import { backoffDelay } from './retry-policy';
@@ -219,11 +220,18 @@ export class RunExecution {
       return await this.executeSteps(resumed);
     } catch (error) {
       if (!(error instanceof AwaitMapRollback) || !this.root) throw error;
-      // A fan-out map is being rolled back by element jobs: the last one resumes this run.
-      this.state.handoff = { mode: 'map' };
-      await this.save(true);
-      return outcomeOf(this.state);
+      return this.parkOnMapRollback();
     }
+  }
+
+  /**
+   * A fan-out map is being rolled back by element jobs: end this execution (the run stays
+   * `rolling_back`, its lease released); the last element rollback resumes the run.
+   */
+  private async parkOnMapRollback(): Promise<RunOutcome> {
+    this.state.handoff = { mode: 'map' };
+    await this.save(true);
+    return outcomeOf(this.state);
   }
 
   private async executeSteps(resumed: boolean): Promise<RunOutcome> {
@@ -236,7 +244,6 @@ export class RunExecution {
     }
     const wasRunning = state.status === 'running';
     state.status = 'running';
-    delete state.handoff;
     if (!wasRunning) await this.save(false);
 
     const result = await this.loop();
@@ -273,9 +280,7 @@ export class RunExecution {
       await this.finishRollback();
     } catch (error) {
       if (!(error instanceof AwaitMapRollback)) throw error;
-      // Element rollback jobs are undoing a fan-out map; the last one resumes this run.
-      this.state.handoff = { mode: 'map' };
-      await this.save(true);
+      return this.parkOnMapRollback();
     }
     return outcomeOf(this.state);
   }
@@ -456,22 +461,21 @@ export class RunExecution {
         }
       }
 
-      if ((outcome as unknown) instanceof AwaitMap) return { kind: 'wait', step };
+      if (outcome instanceof AwaitMap) return { kind: 'wait', step };
       if (outcome instanceof Success) return { kind: 'success', step, value: outcome.value, args };
       if (outcome instanceof Skipped) return { kind: 'skipped', step, value: outcome.value, args };
       if (outcome instanceof Halt) return { kind: 'halt', step, reason: outcome.reason, details: outcome.details };
 
-      const childFailure = (outcome as ChildFailure).childFailure;
-      if (childFailure) {
-        this.trace({ type: 'fail', step: step.name, attempt, detail: childFailure.errorMessage });
-        const compensate = (outcome as ChildFailure).compensateMap === true;
+      if (outcome instanceof NestedFailure) {
+        const nested = outcome.failure;
+        this.trace({ type: 'fail', step: step.name, attempt, detail: nested.errorMessage });
         return {
           kind: 'failure',
           step,
-          failure: { ...childFailure, rollbackFailures: [...childFailure.rollbackFailures] },
+          failure: { ...nested, rollbackFailures: [...nested.rollbackFailures] },
           error: outcome.error,
           args,
-          compensate,
+          compensate: outcome.compensate,
         };
       }
 
@@ -495,12 +499,9 @@ export class RunExecution {
     step: StepDefinition,
     args: Record<string, unknown>,
     attempt: number,
-  ): Promise<StepOutcome<unknown>> {
+  ): Promise<StepOutcome<unknown> | AwaitMap> {
     if (step.handler.kind === 'compose') return this.runChild(step, args);
-    if (step.handler.kind === 'map') {
-      const result = await runMap(this.mapHost(), step, args);
-      return result instanceof AwaitMap ? (result as never) : result;
-    }
+    if (step.handler.kind === 'map') return runMap(this.mapHost(), step, args);
     const handler = this.handlerFor(step);
     try {
       const result: unknown = await handler.run(args as never, this.context(step, attempt));
@@ -515,7 +516,10 @@ export class RunExecution {
   }
 
   /** Run a composed child inside this step. Its state lives in the parent's `children`. */
-  private async runChild(step: StepDefinition, args: Record<string, unknown>): Promise<StepOutcome<unknown>> {
+  private async runChild(
+    step: StepDefinition,
+    args: Record<string, unknown>,
+  ): Promise<StepOutcome<unknown> | AwaitMap> {
     const childDef = this.env.definition((step.handler as { reactorName: string }).reactorName);
     let childState = this.state.children[step.name];
     if (!childState || childState.status === 'failed' || childState.status === 'cancelled') {
@@ -538,14 +542,12 @@ export class RunExecution {
         return new Success(outcome.value);
       case 'halted':
         return new Halt(outcome.reason, outcome.details);
-      case 'failed': {
-        const failure = new Failure(new Error(outcome.failure.message), { retryable: false }) as ChildFailure;
-        failure.childFailure = outcome.failure;
-        return failure;
-      }
+      case 'failed':
+        // The child already rolled itself back: nothing left to compensate here.
+        return new NestedFailure(outcome.failure, false);
       case 'dispatched':
         // The child waits for a fan-out map (or a scheduled retry): the parent waits with it.
-        return new AwaitMap() as never;
+        return new AwaitMap();
       default:
         throw new ReactorError(
           'INTERNAL',
@@ -919,9 +921,6 @@ export class RunExecution {
 }
 
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
-
-/** A Failure produced by a composed child; the child already rolled itself back. */
-type ChildFailure = Failure & { childFailure?: RunFailure; compensateMap?: boolean };
 
 function errorMessage(error: unknown): string {
   if (error instanceof Error) return error.message;

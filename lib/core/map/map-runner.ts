@@ -21,12 +21,14 @@
 import { ArgumentResolutionError } from '../errors/argument-resolution.error';
 import { ReactorError } from '../errors/reactor.error';
 import type { MapSpec, ReactorDefinition, StepDefinition } from '../definition/definition';
+import type { ArgSource } from '../definition/ref';
 import type { StepContext } from '../definition/step';
 import { newRunState, type RunExecution } from '../executor/executor';
 import type { RunState } from '../executor/run-state';
 import type { ElementRecord, MapStore } from '../ports/map-store.port';
 import type { RollbackFailure, RunOutcome } from '../results/run-outcome';
 import { Failure, Halt, Success, type StepOutcome } from '../results/step-outcome';
+import { NestedFailure } from '../results/nested-failure';
 import { describeFieldErrors, validateReactorInputs } from '../validation/validate';
 import { elementRunId, mapIdOf } from './map-keys';
 import { ArrayResults, isMapResultsRef, ResultEnumerator } from './map-results';
@@ -54,7 +56,7 @@ export interface MapHost {
   readonly maps?: MapStore;
   now(): number;
   definition(name: string): ReactorDefinition;
-  resolveSource(source: import('../definition/ref').ArgSource, element?: unknown): unknown;
+  resolveSource(source: ArgSource, element?: unknown): unknown;
   /** A child execution of an element, saving nowhere (inline elements are not checkpointed). */
   elementExecution(def: ReactorDefinition, state: RunState): RunExecution;
   save(): Promise<void>;
@@ -293,13 +295,7 @@ function mapFailure(
   record: Extract<ElementRecord, { status: 'failed' }>,
 ): Failure {
   const message = `Reactor '${host.def.name}' map '${step.name}' element ${index}: ${record.failure.message}`;
-  const failure = new Failure(new Error(message), { retryable: false }) as Failure & {
-    childFailure?: unknown;
-    compensateMap?: boolean;
-  };
-  failure.childFailure = { ...record.failure, message };
-  failure.compensateMap = true;
-  return failure;
+  return new NestedFailure({ ...record.failure, message }, true);
 }
 
 async function dispatchFanOut(
