@@ -257,11 +257,15 @@ export class MapJobs {
    * still stored: then the map, not the run, needs watching.
    */
   async waitingOnMap(state: RunState): Promise<boolean> {
-    if (state.handoff?.mode !== 'map' || !this.host.maps) return false;
-    const mapIds = Object.values(state.maps ?? {}).map((m) => m.mapId);
-    for (const child of Object.values(state.children))
-      mapIds.push(...Object.values(child.maps ?? {}).map((m) => m.mapId));
-    for (const mapId of mapIds) if (await this.mapMeta(mapId)) return true;
+    const maps = this.host.maps;
+    if (state.handoff?.mode !== 'map' || !maps) return false;
+    // The map the run stopped at when the hand-off names one; else any of its (or its children's).
+    const named = state.handoff.step ? state.maps?.[state.handoff.step]?.mapId : undefined;
+    const mapIds = named
+      ? [named]
+      : [state, ...Object.values(state.children)].flatMap((s) => Object.values(s.maps ?? {}).map((m) => m.mapId));
+    // NOTE: read the store, not the per-process metadata cache: this asks whether the map still exists.
+    for (const mapId of mapIds) if (await maps.meta(mapId)) return true;
     return false;
   }
 
