@@ -10,7 +10,8 @@ import { Reactor } from '../../lib/nest/reactor.decorator';
 import { ReactorModule } from '../../lib/nest/reactor.module';
 import { Step } from '../../lib/nest/step.decorator';
 import { CapturingLogger } from '../nest/fixtures';
-import { redisUrl } from '../setup/redis';
+import type Redis from 'ioredis';
+import { cleanupPrefix, createTestRedis, redisUrl, uniquePrefix } from '../setup/redis';
 
 /** Records what steps did, per run, in this app (each Nest app has its own instance). */
 @Injectable()
@@ -216,4 +217,28 @@ export async function quitAndWait(redis: {
   const ended = new Promise<void>((resolve) => redis.once('end', () => resolve()));
   await redis.quit();
   await ended;
+}
+
+/**
+ * For a test file: one Redis client for the file (opened before, quit after) and a `prefix(name)`
+ * that hands out unique key prefixes and cleans every one of them up after the file.
+ */
+export function useRedisPrefixes(): { redis: () => Redis; prefix: (name: string) => string } {
+  let redis: Redis;
+  const prefixes: string[] = [];
+  beforeAll(() => {
+    redis = createTestRedis();
+  });
+  afterAll(async () => {
+    for (const p of prefixes) await cleanupPrefix(redis, p);
+    await quitAndWait(redis);
+  });
+  return {
+    redis: () => redis,
+    prefix: (name) => {
+      const p = uniquePrefix(name);
+      prefixes.push(p);
+      return p;
+    },
+  };
 }

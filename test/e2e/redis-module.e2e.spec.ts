@@ -2,7 +2,6 @@ import { BullModule, InjectQueue, OnWorkerEvent, Processor, WorkerHost } from '@
 import { Injectable, Module } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import type { Job, Queue } from 'bullmq';
-import type Redis from 'ioredis';
 import { ReactorEngine } from '../../lib/core/engine';
 import { ReactorClient } from '../../lib/nest/reactor.client';
 import { REACTOR_OPTIONS, REACTOR_RUNTIME } from '../../lib/nest/reactor.constants';
@@ -10,8 +9,8 @@ import { ReactorModule } from '../../lib/nest/reactor.module';
 import { bullMqPrefix, REACTOR_QUEUE_NAME } from '../../lib/queue/queue.constants';
 import type { RedisReactorRuntime } from '../../lib/queue/redis.runtime';
 import { CapturingLogger } from '../nest/fixtures';
-import { cleanupPrefix, createTestRedis, redisUrl, uniquePrefix } from '../setup/redis';
-import { BackgroundAllReactor, createRedisApp, pollUntil, quitAndWait } from './e2e.fixtures';
+import { cleanupPrefix, redisUrl } from '../setup/redis';
+import { BackgroundAllReactor, createRedisApp, pollUntil, useRedisPrefixes } from './e2e.fixtures';
 
 const WAIT = { timeoutMs: 10_000 };
 
@@ -24,22 +23,8 @@ class ConfigService {
 }
 
 describe('ReactorModule on Redis (e2e)', () => {
-  let redis: Redis;
-  const prefixes: string[] = [];
-  const prefix = (name: string) => {
-    const p = uniquePrefix(name);
-    prefixes.push(p);
-    return p;
-  };
-
-  beforeAll(() => {
-    redis = createTestRedis();
-  });
-
-  afterAll(async () => {
-    for (const p of prefixes) await cleanupPrefix(redis, p);
-    await quitAndWait(redis);
-  });
+  const files = useRedisPrefixes();
+  const prefix = files.prefix;
 
   it('says at boot that the durable runtime is on, with its prefix and queue', async () => {
     const p = prefix('e2e-boot');
@@ -53,7 +38,7 @@ describe('ReactorModule on Redis (e2e)', () => {
       // Every key the module wrote lives under the prefix, BullMQ's included.
       const started = await app.get(ReactorClient).start(BackgroundAllReactor, { word: 'abc' });
       await app.get(ReactorClient).wait(started.runId, WAIT);
-      const all = await redis.keys(`${p}*`);
+      const all = await files.redis().keys(`${p}*`);
       expect(all.some((k) => k.startsWith(`${bullMqPrefix(p)}:${REACTOR_QUEUE_NAME}:`))).toBe(true);
     } finally {
       await app.close();
@@ -181,7 +166,7 @@ describe('ReactorModule on Redis (e2e)', () => {
       expect(runtime.dispatcher.queue.opts.prefix).toBe(bullMqPrefix(p));
     } finally {
       await app.close();
-      await cleanupPrefix(redis, appPrefix);
+      await cleanupPrefix(files.redis(), appPrefix);
     }
   });
 });

@@ -3,26 +3,20 @@ import { REACTOR_RUNTIME } from '../../lib/nest/reactor.constants';
 import { ReactorModule } from '../../lib/nest/reactor.module';
 import type { RedisReactorRuntime } from '../../lib/queue/redis.runtime';
 import { RunProcessor } from '../../lib/queue/run.processor';
-import { cleanupPrefix, createTestRedis, uniquePrefix } from '../setup/redis';
-import { createRedisApp, Gate, GatedReactor, pollUntil, quitAndWait, type StepLog } from './e2e.fixtures';
+import { createTestRedis } from '../setup/redis';
+import {
+  createRedisApp,
+  Gate,
+  GatedReactor,
+  pollUntil,
+  quitAndWait,
+  useRedisPrefixes,
+  type StepLog,
+} from './e2e.fixtures';
 
 describe('ReactorModule shutdown on Redis (e2e)', () => {
-  let redis: Redis;
-  const prefixes: string[] = [];
-  const prefix = (name: string) => {
-    const p = uniquePrefix(name);
-    prefixes.push(p);
-    return p;
-  };
-
-  beforeAll(() => {
-    redis = createTestRedis();
-  });
-
-  afterAll(async () => {
-    for (const p of prefixes) await cleanupPrefix(redis, p);
-    await quitAndWait(redis);
-  });
+  const files = useRedisPrefixes();
+  const prefix = files.prefix;
 
   it('closes the connections it created from the URL, its worker and its queue', async () => {
     const { app } = await createRedisApp(prefix('e2e-close-url'));
@@ -45,10 +39,11 @@ describe('ReactorModule shutdown on Redis (e2e)', () => {
   it('never closes a connection the application passed in', async () => {
     const connection = createTestRedis();
     try {
+      const p = prefix('e2e-close-conn');
       const { app, client } = await createRedisApp(
-        prefix('e2e-close-conn'),
+        p,
         {},
-        { module: ReactorModule.forRoot({ redis: { connection }, prefix: prefixes[prefixes.length - 1] }) },
+        { module: ReactorModule.forRoot({ redis: { connection }, prefix: p }) },
       );
       const runtime = app.get<RedisReactorRuntime>(REACTOR_RUNTIME);
       expect(runtime.ownsConnection).toBe(false);
@@ -69,12 +64,9 @@ describe('ReactorModule shutdown on Redis (e2e)', () => {
   it('refuses a passed-in connection BullMQ workers cannot use, saying how to create it', async () => {
     const connection = createTestRedis({ maxRetriesPerRequest: 20 });
     try {
+      const p = prefix('e2e-conn-retries');
       await expect(
-        createRedisApp(
-          prefix('e2e-conn-retries'),
-          {},
-          { module: ReactorModule.forRoot({ redis: { connection }, prefix: prefixes[prefixes.length - 1] }) },
-        ),
+        createRedisApp(p, {}, { module: ReactorModule.forRoot({ redis: { connection }, prefix: p }) }),
       ).rejects.toThrow(
         "ReactorModule option 'redis.connection' has maxRetriesPerRequest 20; BullMQ workers need null",
       );
@@ -85,7 +77,8 @@ describe('ReactorModule shutdown on Redis (e2e)', () => {
   });
 
   it('lets the worker finish the job in hand before it closes', async () => {
-    const { app, client, log } = await createRedisApp(prefix('e2e-drain'));
+    const drainPrefix = prefix('e2e-drain');
+    const { app, client, log } = await createRedisApp(drainPrefix);
     const started = await client.start(GatedReactor, {});
     await app.get(Gate).entered();
 
@@ -100,7 +93,7 @@ describe('ReactorModule shutdown on Redis (e2e)', () => {
     expect(state).toBeDefined();
     const check = createTestRedis();
     try {
-      const stored = await readStatus(check, prefixes[prefixes.length - 1], started.runId);
+      const stored = await readStatus(check, drainPrefix, started.runId);
       expect(stored).toBe('completed');
     } finally {
       await quitAndWait(check);

@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { ScheduleModule, SchedulerRegistry } from '@nestjs/schedule';
 import { Test, type TestingModule } from '@nestjs/testing';
-import type Redis from 'ioredis';
 import { ReactorEngine, runLeaseKey } from '../../lib/core/engine';
 import { newRunState } from '../../lib/core/executor/executor';
 import type { LockManager } from '../../lib/core/ports/lock-manager.port';
@@ -12,9 +11,9 @@ import { ReactorModule } from '../../lib/nest/reactor.module';
 import { ReactorSweeper } from '../../lib/sweepers/reactor.sweeper';
 import { SweeperScheduler } from '../../lib/sweepers/sweeper.scheduler';
 import { REACTOR_SWEEPER_CRON } from '../../lib/sweepers/sweep-schedule';
-import { createRedisApp, E2E_PROVIDERS, quitAndWait } from '../e2e/e2e.fixtures';
+import { createRedisApp, E2E_PROVIDERS, useRedisPrefixes } from '../e2e/e2e.fixtures';
 import { CapturingLogger } from '../nest/fixtures';
-import { cleanupPrefix, createTestRedis, redisUrl, uniquePrefix } from '../setup/redis';
+import { redisUrl } from '../setup/redis';
 
 const WAIT = { timeoutMs: 10_000 };
 const TEN_MINUTES = 10 * 60_000;
@@ -29,22 +28,8 @@ async function storeStalledRun(app: TestingModule, ageMs: number, word = 'abc'):
 }
 
 describe('recovery sweeper', () => {
-  let redis: Redis;
-  const prefixes: string[] = [];
-  const prefix = (name: string) => {
-    const p = uniquePrefix(name);
-    prefixes.push(p);
-    return p;
-  };
-
-  beforeAll(() => {
-    redis = createTestRedis();
-  });
-
-  afterAll(async () => {
-    for (const p of prefixes) await cleanupPrefix(redis, p);
-    await quitAndWait(redis);
-  });
+  const files = useRedisPrefixes();
+  const prefix = files.prefix;
 
   it('sweepOnce re-enqueues a stalled run, which completes, and leaves a run whose lease is held', async () => {
     const { app, client } = await createRedisApp(prefix('sweep-once'), { sweeper: { enabled: false } });
