@@ -118,13 +118,7 @@ export class MapJobs {
       }
     }
     const settled = await maps.settleElement(mapId, index, record!, kept, lease);
-    await this.dispatchMapJobs(meta.ownerRunId, meta.ownerReactor, mapId, settled.next, 'map-element');
-    if (settled.signalOwner)
-      await this.host.dispatcher(meta.ownerReactor).dispatch({
-        kind: 'resume',
-        runId: meta.ownerRunId,
-        reactorName: meta.ownerReactor,
-      });
+    await this.afterSettle(meta, settled, 'map-element');
   }
 
   /** Undo one completed element of a fan-out map that is rolling back (a `map-rollback` job). */
@@ -176,13 +170,23 @@ export class MapJobs {
       }
     }
     const settled = await maps.settleRollback(mapId, index, failures, lease ?? undefined);
-    await this.dispatchMapJobs(meta.ownerRunId, meta.ownerReactor, mapId, settled.next, 'map-rollback');
-    if (settled.signalOwner)
-      await this.host.dispatcher(meta.ownerReactor).dispatch({
-        kind: 'resume',
-        runId: meta.ownerRunId,
-        reactorName: meta.ownerReactor,
-      });
+    await this.afterSettle(meta, settled, 'map-rollback');
+  }
+
+  /** After an element (or its rollback) settled: dispatch what the window freed, resume the owner if told to. */
+  private async afterSettle(
+    meta: MapMeta,
+    settled: { next: number[]; signalOwner: boolean },
+    kind: 'map-element' | 'map-rollback',
+  ): Promise<void> {
+    await this.dispatchMapJobs(meta.ownerRunId, meta.ownerReactor, meta.mapId, settled.next, kind);
+    if (settled.signalOwner) await this.resumeOwner(meta);
+  }
+
+  private async resumeOwner(meta: MapMeta): Promise<void> {
+    await this.host
+      .dispatcher(meta.ownerReactor)
+      .dispatch({ kind: 'resume', runId: meta.ownerRunId, reactorName: meta.ownerReactor });
   }
 
   private async dispatchMapJobs(
@@ -236,11 +240,7 @@ export class MapJobs {
             ['running', 'rolling_back'].includes(owner.status) &&
             this.host.clock.now() - owner.updatedAt >= graceMs;
           if (idle && !(await this.host.runLeaseHeld(meta.ownerRunId))) {
-            await this.host.dispatcher(meta.ownerReactor).dispatch({
-              kind: 'resume',
-              runId: meta.ownerRunId,
-              reactorName: meta.ownerReactor,
-            });
+            await this.resumeOwner(meta);
             acted = true;
           }
         }
