@@ -494,23 +494,27 @@ export class ReactorEngine {
       if (mode === 'handoff') {
         state.handoff = { mode: 'all' };
       } else {
-        lease = (await this.options.locks.acquire(runLeaseKey(runId), this.leaseTtlMs)) ?? undefined;
-        if (!lease) {
-          throw new InvalidRunStateError(
-            `A run with id '${runId}' is executing; run ids must be unique.`,
-            runId,
-            'running',
-          );
-        }
+        // The caller executes the run: take its lease in the same write that creates it.
+        lease = { key: runLeaseKey(runId), token: randomUUID() };
       }
     }
-    const created = await this.options.storage.save(state, {
-      createOnly: true,
-      lease,
-      leaseTtlMs: lease ? this.leaseTtlMs : undefined,
-    });
+    let created: boolean;
+    try {
+      created = await this.options.storage.save(state, {
+        createOnly: true,
+        lease,
+        leaseTtlMs: lease ? this.leaseTtlMs : undefined,
+        acquireLease: lease !== undefined,
+      });
+    } catch (error) {
+      if (!(error instanceof LeaseLostError)) throw error;
+      throw new InvalidRunStateError(
+        `A run with id '${runId}' is executing; run ids must be unique.`,
+        runId,
+        'running',
+      );
+    }
     if (!created) {
-      if (lease) await this.options.locks.release(lease).catch(() => undefined);
       throw new InvalidRunStateError(
         `A run with id '${runId}' already exists; run ids must be unique.`,
         runId,

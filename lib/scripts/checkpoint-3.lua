@@ -23,6 +23,8 @@
     ARGV[9]  createOnly: "1" or "0"
     ARGV[10] reopen: "1" lets a non-terminal state replace a terminal record
     ARGV[11] releaseLease: "1" deletes the lease after writing (the run's final save)
+    ARGV[12] acquireLease: "1" takes the lease (SET NX PX with the token) instead of checking it:
+             a run's first save in the caller; with createOnly, an existing record is refused first
 
   Output:
      1  written
@@ -39,7 +41,14 @@ if not contextTtl or contextTtl <= 0 or not leaseTtl or not score then
 end
 
 local token = ARGV[7]
-if token ~= "" and redis.call("GET", KEYS[2]) ~= token then
+if ARGV[12] == "1" and token ~= "" then
+  if ARGV[9] == "1" and redis.call("EXISTS", KEYS[1]) == 1 then
+    return 0
+  end
+  if not redis.call("SET", KEYS[2], token, "NX", "PX", leaseTtl) then
+    return -1
+  end
+elseif token ~= "" and redis.call("GET", KEYS[2]) ~= token then
   return -1
 end
 

@@ -203,6 +203,47 @@ export function describeStorageConformance(name: string, factory: AdapterFactory
       });
     });
 
+    describe('acquireLease (a run created by its caller)', () => {
+      const tokenFor = (runId: string, token: string) => ({ key: leaseName(runId), token });
+
+      it('takes the lease with the first write, so the next save is fenced by it', async () => {
+        const state = makeRunState();
+        const lease = tokenFor(state.runId, 'caller-token');
+        await expect(
+          h.storage.save(state, { lease, leaseTtlMs: LONG_TTL, createOnly: true, acquireLease: true }),
+        ).resolves.toBe(true);
+        expect(await h.locks.isHeld(lease.key)).toBe(true);
+        expect(await h.locks.acquire(lease.key, LONG_TTL)).toBeNull();
+        await expect(h.storage.save({ ...state, updatedAt: T0 + 1 }, { lease })).resolves.toBe(true);
+        expect(await h.locks.release(lease)).toBe(true);
+      });
+
+      it('throws LeaseLostError and writes nothing when someone holds the lease', async () => {
+        const state = makeRunState();
+        const held = (await h.locks.acquire(leaseName(state.runId), LONG_TTL))!;
+        const lease = tokenFor(state.runId, 'other-token');
+        await expect(
+          h.storage.save(state, { lease, leaseTtlMs: LONG_TTL, createOnly: true, acquireLease: true }),
+        ).rejects.toBeInstanceOf(LeaseLostError);
+        await expect(h.storage.load(state.runId)).resolves.toBeUndefined();
+        expect(await h.locks.release(held)).toBe(true);
+      });
+
+      it('with createOnly, refuses an existing run before taking anything', async () => {
+        const state = makeRunState();
+        await h.storage.save(state, { createOnly: true });
+        const lease = tokenFor(state.runId, 'late-token');
+        await expect(
+          h.storage.save(
+            { ...state, updatedAt: T0 + 1 },
+            { lease, leaseTtlMs: LONG_TTL, createOnly: true, acquireLease: true },
+          ),
+        ).resolves.toBe(false);
+        expect(await h.locks.isHeld(lease.key)).toBe(false);
+        await expect(h.storage.load(state.runId)).resolves.toEqual(state);
+      });
+    });
+
     describe('terminal records', () => {
       it.each(TERMINAL)(
         'a %s record is never replaced by a non-terminal state (save returns false)',

@@ -22,6 +22,12 @@ export interface SaveOptions {
   reopen?: boolean;
   /** With `lease`: release it in the same write (the run's final save). */
   releaseLease?: boolean;
+  /**
+   * With `lease` and `leaseTtlMs`: take the lease (its token) in the same write instead of
+   * checking it, for a run's first save in the caller. Throws `LeaseLostError` when it is held;
+   * with `createOnly`, an existing record returns `false` first and takes nothing.
+   */
+  acquireLease?: boolean;
 }
 
 /** What {@link ReactorStorage.acquireAndLoad} found. */

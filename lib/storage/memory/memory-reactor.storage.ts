@@ -137,7 +137,16 @@ export class MemoryReactorStorage implements ReactorStorage {
   /** Mirror of `checkpoint-3.lua`, in the same order of checks. */
   private checkpoint(state: RunState, json: string, options: StorageSaveOptions): number {
     const { lease } = options;
-    if (lease) {
+    if (lease && options.acquireLease) {
+      if (!this.locks) {
+        throw new ReactorError(
+          'INTERNAL',
+          `MemoryReactorStorage cannot lease run '${state.runId}': it was created without a lock manager.`,
+        );
+      }
+      if (options.createOnly && this.runs.has(state.runId)) return CheckpointResult.Exists;
+      if (!this.locks.take(lease.key, options.leaseTtlMs ?? 60_000, lease.token)) return StorageErrorCode.LeaseLost;
+    } else if (lease) {
       if (!this.locks) {
         throw new ReactorError(
           'INTERNAL',

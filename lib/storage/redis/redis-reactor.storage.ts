@@ -98,6 +98,7 @@ export class RedisReactorStorage implements ReactorStorage {
         options.createOnly ? '1' : '0',
         options.reopen ? '1' : '0',
         options.releaseLease ? '1' : '0',
+        options.acquireLease ? '1' : '0',
       ],
     );
     if (isErrorCode(result)) throw storageError(result, { runId, operation: 'save (checkpoint-3.lua)' });
