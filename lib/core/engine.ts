@@ -431,7 +431,8 @@ export class ReactorEngine {
     const dispatcher = this.requireDispatcher('(sweeper)');
     const now = this.clock.now();
     let recovered = 0;
-    for (const runId of await this.options.storage.listActive(limit)) {
+    // Only runs not updated within the grace period can be stalled: the index says which.
+    for (const runId of await this.options.storage.listActive(limit, now - graceMs + 1)) {
       try {
         if (await this.options.locks.isHeld(runLeaseKey(runId))) continue;
         const state = await this.options.storage.load(runId);

@@ -341,6 +341,17 @@ export function describeStorageConformance(name: string, factory: AdapterFactory
         expect(await h.storage.listActive(0)).toEqual([]);
       });
 
+      it('with updatedBefore, lists only runs last updated before that time (exclusive)', async () => {
+        const offsets = [50, 10, 40, 20, 30];
+        const runs = offsets.map((offset) => makeRunState({ updatedAt: T0 + offset }));
+        for (const run of runs) await h.storage.save(run);
+        const byAge = [...runs].sort((a, b) => a.updatedAt - b.updatedAt).map((r) => r.runId);
+        expect(await h.storage.listActive(100, T0 + 30)).toEqual(byAge.slice(0, 2));
+        expect(await h.storage.listActive(1, T0 + 30)).toEqual(byAge.slice(0, 1));
+        expect(await h.storage.listActive(100, T0 + 10)).toEqual([]);
+        expect(await h.storage.listActive(100, T0 + 51)).toEqual(byAge);
+      });
+
       it('spans many runs (all shards) and merges them in order', async () => {
         const runs = Array.from({ length: 60 }, (_, i) => makeRunState({ updatedAt: T0 + ((i * 37) % 60) }));
         await Promise.all(runs.map((run) => h.storage.save(run)));

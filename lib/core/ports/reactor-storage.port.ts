@@ -65,8 +65,12 @@ export interface ReactorStorage {
    * record that cannot be read; the caller holds the token and releases it.
    */
   acquireAndLoad(runId: string, lease: Lease, ttlMs: number): Promise<ClaimResult>;
-  /** Ids of non-terminal runs (running, rolling back, pending), oldest update first, up to `limit`. */
-  listActive(limit: number): Promise<string[]>;
+  /**
+   * Ids of non-terminal runs (running, rolling back, pending), oldest update first, up to `limit`;
+   * with `updatedBefore`, only runs last updated before that time (ms), so a sweep reads only the
+   * runs that could be stalled.
+   */
+  listActive(limit: number, updatedBefore?: number): Promise<string[]>;
   /**
    * Mark a run failed with `reason` when its record cannot be used (corrupt, unknown reactor),
    * keeping what can be kept. Idempotent.

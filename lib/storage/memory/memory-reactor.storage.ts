@@ -93,10 +93,11 @@ export class MemoryReactorStorage implements ReactorStorage {
     return { acquired: true, state: await this.load(runId) };
   }
 
-  async listActive(limit: number): Promise<string[]> {
+  async listActive(limit: number, updatedBefore = Infinity): Promise<string[]> {
     if (!(limit > 0)) return [];
     const active: Array<[string, number]> = [];
-    for (const [runId, run] of this.runs) if (!run.terminal) active.push([runId, run.updatedAt]);
+    for (const [runId, run] of this.runs)
+      if (!run.terminal && run.updatedAt < updatedBefore) active.push([runId, run.updatedAt]);
     // Same order as a Redis sorted set: by score, then by member.
     active.sort((a, b) => a[1] - b[1] || (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
     return active.slice(0, Math.floor(limit)).map(([runId]) => runId);

@@ -145,13 +145,20 @@ export class RedisReactorStorage implements ReactorStorage {
   }
 
   /** Non-terminal runs, oldest `updatedAt` first (ties by id), merged across all shards. */
-  async listActive(limit: number): Promise<string[]> {
+  async listActive(limit: number, updatedBefore?: number): Promise<string[]> {
     if (!(limit > 0)) return [];
     const n = Math.floor(limit);
     // One ZRANGE per shard, issued together (each shard may sit on another cluster node, so no
     // cross-slot pipeline/transaction). Each returns its n oldest; the global n oldest are among them.
+    // With updatedBefore, by score (exclusive bound; ZRANGE BYSCORE needs Redis 6.2 or later).
     const replies = await Promise.all(
-      this.keys.allActiveIndexKeys().map((key) => this.redis.zrange(key, 0, n - 1, 'WITHSCORES')),
+      this.keys
+        .allActiveIndexKeys()
+        .map((key) =>
+          updatedBefore === undefined
+            ? this.redis.zrange(key, 0, n - 1, 'WITHSCORES')
+            : this.redis.zrange(key, '-inf', `(${updatedBefore}`, 'BYSCORE', 'LIMIT', 0, n, 'WITHSCORES'),
+        ),
     );
     const entries: Array<[string, number]> = [];
     for (const reply of replies) {
