@@ -4,3 +4,5 @@ export * from './input-validation.error';
 export * from './argument-resolution.error';
 export * from './run-state.error';
 export * from './step.error';
+export * from './configuration.error';
+export * from './internal.error';
