@@ -1,0 +1,24 @@
+/**
+ * The Nest-free engine, as the layers around it (Nest integration, runtimes, queue adapters,
+ * storage adapters, sweepers, testing kit) see it. Those layers import core through this file
+ * only, so core can rearrange its rooms without touching them; inside core, files import each
+ * other directly (never this barrel).
+ */
+export * from './definition/builder';
+export * from './definition/definition';
+export * from './definition/input-spec';
+export * from './definition/reactor-blueprint';
+export * from './definition/ref';
+export * from './definition/step';
+export * from './engine';
+export * from './errors';
+export * from './executor/retry-policy';
+export * from './executor/redaction';
+export * from './executor/run-state';
+export * from './map/map-keys';
+export * from './map/map-results';
+export * from './middleware/events';
+export * from './ports';
+export * from './results/run-outcome';
+export * from './results/step-outcome';
+export * from './results/step-signal';
