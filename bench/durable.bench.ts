@@ -16,7 +16,7 @@ import { Queue, Worker } from 'bullmq';
 import { newRunState } from '../lib/core/executor/executor';
 import { defineReactor, type ReactorBuilder } from '../lib/core/definition/builder';
 import type { Ref } from '../lib/core/definition/ref';
-import { ReactorEngine, runLeaseKey } from '../lib/core/engine';
+import { ReactorEngine, runLeaseKey } from '../lib/core';
 import { success } from '../lib/core/results/step-outcome';
 import { BullMqJobDispatcher } from '../lib/queue/bullmq-job.dispatcher';
 import { RedisKeys, RedisLockManager, RedisReactorStorage } from '../lib/storage/redis';

@@ -6,7 +6,7 @@
  * (sequential awaits for the chain, Promise.all plus the join for the fan-in).
  * Overhead per step = (engine time - baseline time) / steps.
  */
-import { ReactorEngine } from '../lib/core/engine';
+import { ReactorEngine } from '../lib/core';
 import { defineReactor, type ReactorBuilder } from '../lib/core/definition/builder';
 import type { Ref } from '../lib/core/definition/ref';
 import { success } from '../lib/core/results/step-outcome';

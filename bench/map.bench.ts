@@ -12,7 +12,7 @@ import { randomUUID } from 'node:crypto';
 import Redis from 'ioredis';
 import { Queue, Worker } from 'bullmq';
 import { defineReactor, type ReactorBuilder } from '../lib/core/definition/builder';
-import { ReactorEngine } from '../lib/core/engine';
+import { ReactorEngine } from '../lib/core';
 import { success } from '../lib/core/results/step-outcome';
 import { BullMqJobDispatcher } from '../lib/queue/bullmq-job.dispatcher';
 import { RedisKeys, RedisLockManager, RedisMapStore, RedisReactorStorage } from '../lib/storage/redis';

@@ -79,7 +79,7 @@ export type {
 } from './core/definition/reactor-blueprint';
 export type { StepHandler, StepContext, StepOptions, InlineStep, StepClass, DtoClass } from './core/definition/step';
 export type { InputOptions, InputSpec, InputType } from './core/definition/input-spec';
-export type { RetryOptions } from './core/executor/retry-policy';
+export type { RetryOptions } from './core/definition/retry-policy';
 
 // Step outcomes and signals
 export { success, skipped, halt, failure, Success, Skipped, Halt, Failure } from './core/results/step-outcome';
@@ -99,7 +99,7 @@ export type {
   RollbackFailure,
   RollbackFailureReason,
 } from './core/results/run-outcome';
-export type { RunStatus, TraceEntry } from './core/executor/run-state';
+export type { RunStatus, TraceEntry } from './core/model/run-state';
 export type { RunView, RunOptions } from './core/engine';
 
 // Middleware
@@ -140,13 +140,10 @@ export type {
   StepResolver,
   ClaimResult,
   MapStore,
-  MapMeta,
-  MapProgress,
-  ElementRecord,
   ElementClaim,
   ElementSettled,
-  MapRollbackProgress,
 } from './core/ports';
+export type { MapMeta, MapProgress, ElementRecord, MapRollbackProgress } from './core/model';
 export { systemClock } from './core/ports';
 
 // Adapters, for wiring the engine without Nest (workers, scripts) or testing custom ones

@@ -14,15 +14,17 @@ import {
   WaitTimeoutError,
 } from './errors/run-state.error';
 import { RunExecution, newRunState, outcomeOf, type ExecutionEnv } from './executor/executor';
-import { redactInputs, REDACTED } from './executor/redaction';
-import { isTerminal, type RunState, type RunStatus, type TraceEntry } from './executor/run-state';
+import { redactInputs, REDACTED } from './definition/redaction';
+import { isTerminal, type RunState, type RunStatus, type TraceEntry } from './model/run-state';
 import type { ReactorMiddleware } from './middleware/events';
 import { MiddlewareRunner } from './middleware/middleware-runner';
 import { systemClock, type Clock } from './ports/clock.port';
 import type { JobDispatcher, ReactorJob } from './ports/job-dispatcher.port';
 import type { Lease, LockManager } from './ports/lock-manager.port';
 import type { ClaimResult, ReactorStorage } from './ports/reactor-storage.port';
-import type { ElementRecord, MapProgress, MapStore } from './ports/map-store.port';
+import type { MapStore } from './ports/map-store.port';
+import { inlineProgress, type ElementRecord, type MapProgress } from './model/map';
+import { runLeaseKey } from './model/keys';
 import { MapJobs } from './map/map-jobs';
 import { hydrateMapValue } from './map/map-runner';
 import { ConstructingStepResolver, type StepResolver } from './ports/step-resolver.port';
@@ -93,27 +95,6 @@ export interface RunView {
   maps: Record<string, MapProgress>;
   /** The outcome a caller would see. */
   outcome: RunOutcome;
-}
-
-function inlineProgress(records: ElementRecord[]): MapProgress {
-  const count = (status: ElementRecord['status']) => records.filter((r) => r?.status === status).length;
-  return {
-    total: records.length,
-    dispatched: records.length,
-    settled: records.length,
-    succeeded: count('completed'),
-    failed: count('failed'),
-    halted: count('halted'),
-    skipped: count('skipped'),
-    done: true,
-  };
-}
-
-const RUN_LEASE_PREFIX = 'run:';
-
-/** The lease key of a run (shared by executions, undo and the sweeper). */
-export function runLeaseKey(runId: string): string {
-  return RUN_LEASE_PREFIX + runId;
 }
 
 /**

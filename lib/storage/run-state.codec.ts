@@ -1,6 +1,11 @@
-import { ContextTooLargeError, CorruptRecordError } from '../core/errors';
-import { RUN_STATE_SCHEMA_VERSION, type RunState, type RunStatus } from '../core/executor/run-state';
-import type { SaveOptions } from '../core/ports';
+import {
+  ContextTooLargeError,
+  CorruptRecordError,
+  RUN_STATE_SCHEMA_VERSION,
+  type RunState,
+  type RunStatus,
+  type SaveOptions,
+} from '../core';
 
 /** Default limit on a serialized run: 16 MiB. */
 export const DEFAULT_MAX_CONTEXT_BYTES = 16 * 1024 * 1024;

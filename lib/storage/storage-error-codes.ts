@@ -1,4 +1,4 @@
-import { LeaseLostError, ReactorError } from '../core/errors';
+import { LeaseLostError, ReactorError } from '../core';
 
 /**
  * Negative codes returned by the Lua scripts in `lib/scripts/`. The memory adapters raise the same

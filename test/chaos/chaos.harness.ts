@@ -6,7 +6,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { resolve } from 'node:path';
 import { Test, type TestingModule } from '@nestjs/testing';
 import type { Provider } from '@nestjs/common';
-import { ReactorEngine } from '../../lib/core/engine';
+import { ReactorEngine } from '../../lib/core';
 import type { ReactorModuleOptions } from '../../lib/nest/reactor-module-options.interface';
 import { REACTOR_RUNTIME } from '../../lib/nest/reactor.constants';
 import { ReactorClient } from '../../lib/nest/reactor.client';

@@ -5,7 +5,7 @@
  */
 import { Worker } from 'bullmq';
 import type Redis from 'ioredis';
-import { elementRunId, mapIdOf } from '../../lib/core/map/map-keys';
+import { elementRunId, mapIdOf } from '../../lib/core/model/keys';
 import type { MapResults } from '../../lib/core/map/map-results';
 import type { ReactorJob } from '../../lib/core/ports/job-dispatcher.port';
 import { bullMqPrefix, REACTOR_QUEUE_NAME } from '../../lib/queue/queue.constants';

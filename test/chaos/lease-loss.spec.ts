@@ -9,7 +9,7 @@ import { rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type Redis from 'ioredis';
-import { runLeaseKey } from '../../lib/core/engine';
+import { runLeaseKey } from '../../lib/core';
 import { LeaseLostError } from '../../lib/core/errors/run-state.error';
 import type { Lease } from '../../lib/core/ports/lock-manager.port';
 import { cleanupPrefix, createTestRedis, uniquePrefix } from '../setup/redis';

@@ -5,7 +5,7 @@
  * every index's value exactly once.
  */
 import type Redis from 'ioredis';
-import { elementRunId, mapIdOf } from '../../lib/core/map/map-keys';
+import { elementRunId, mapIdOf } from '../../lib/core/model/keys';
 import type { MapResults } from '../../lib/core/map/map-results';
 import { cleanupPrefix, createTestRedis, uniquePrefix } from '../setup/redis';
 import { quitAndWait } from '../e2e/e2e.fixtures';

@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { LeaseLostError, ReactorError } from '../../lib/core/errors';
-import type { RunState } from '../../lib/core/executor/run-state';
-import { elementLeaseKey, mapIdOf } from '../../lib/core/map/map-keys';
+import type { RunState } from '../../lib/core/model/run-state';
+import { elementLeaseKey, mapIdOf } from '../../lib/core/model/keys';
 import type { Lease, LockManager } from '../../lib/core/ports';
-import type { ElementRecord, MapMeta, MapStore } from '../../lib/core/ports/map-store.port';
+import type { ElementRecord, MapMeta } from '../../lib/core/model/map';
+import type { MapStore } from '../../lib/core/ports/map-store.port';
 import type { RollbackFailure, RunFailure } from '../../lib/core/results/run-outcome';
 import { makeRunState, newRunId, T0 } from './run-state.factory';
 

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { RUN_STATE_SCHEMA_VERSION, type RunState } from '../../lib/core/executor/run-state';
+import { RUN_STATE_SCHEMA_VERSION, type RunState } from '../../lib/core/model/run-state';
 
 /** Fixed epoch for test states (2023-11-14T22:13:20Z). */
 export const T0 = 1_700_000_000_000;

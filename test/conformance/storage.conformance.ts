@@ -1,5 +1,5 @@
 import { ContextTooLargeError, CorruptRecordError, LeaseLostError } from '../../lib/core/errors';
-import type { RunState, RunStatus } from '../../lib/core/executor/run-state';
+import type { RunState, RunStatus } from '../../lib/core/model/run-state';
 import type { SaveOptions } from '../../lib/core/ports';
 import type { StorageSaveOptions } from '../../lib/storage/run-state.codec';
 import { letTimePass, type AdapterFactory, type AdapterHarness, type HarnessOptions } from './adapter-harness';

@@ -1,5 +1,5 @@
 import { defineReactor, type ReactorBuilder } from '../../lib/core/definition/builder';
-import { runLeaseKey } from '../../lib/core/engine';
+import { runLeaseKey } from '../../lib/core';
 import type { JobDispatcher, ReactorJob } from '../../lib/core/ports/job-dispatcher.port';
 import { failure, success } from '../../lib/core/results/step-outcome';
 import { createMemoryAdapters } from '../../lib/storage/memory';

@@ -1,4 +1,4 @@
-import { ReactorEngine, type ReactorEngineOptions } from '../../lib/core/engine';
+import { ReactorEngine, type ReactorEngineOptions } from '../../lib/core';
 import type { ReactorStorage } from '../../lib/core/ports/reactor-storage.port';
 import { InProcessJobDispatcher } from '../../lib/queue/in-process-job.dispatcher';
 import { createMemoryAdapters } from '../../lib/storage/memory';

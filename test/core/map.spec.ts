@@ -2,7 +2,7 @@ import { defineReactor, type ReactorBuilder } from '../../lib/core/definition/bu
 import type { MapResults } from '../../lib/core/map/map-results';
 import { failure, halt, success } from '../../lib/core/results/step-outcome';
 import type { ReactorJob } from '../../lib/core/ports/job-dispatcher.port';
-import { elementLeaseKey } from '../../lib/core/map/map-keys';
+import { elementLeaseKey } from '../../lib/core/model/keys';
 import { createHarness } from './harness';
 
 interface Item {

@@ -2,7 +2,7 @@ import { BullModule, InjectQueue, OnWorkerEvent, Processor, WorkerHost } from '@
 import { Injectable, Module } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import type { Job, Queue } from 'bullmq';
-import { ReactorEngine } from '../../lib/core/engine';
+import { ReactorEngine } from '../../lib/core';
 import { ReactorClient } from '../../lib/nest/reactor.client';
 import { REACTOR_OPTIONS, REACTOR_RUNTIME } from '../../lib/nest/reactor.constants';
 import { ReactorModule } from '../../lib/nest/reactor.module';

@@ -1,6 +1,6 @@
 import { Injectable, Module } from '@nestjs/common';
 import { Test, type TestingModule } from '@nestjs/testing';
-import { ReactorEngine } from '../../lib/core/engine';
+import { ReactorEngine } from '../../lib/core';
 import type { ReactorBuilder } from '../../lib/core/definition/builder';
 import type { ReactorBlueprint } from '../../lib/core/definition/reactor-blueprint';
 import { ReactorClient } from '../../lib/nest/reactor.client';

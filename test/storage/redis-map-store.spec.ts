@@ -3,8 +3,8 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Redis } from 'ioredis';
 import { ReactorError } from '../../lib/core/errors';
-import { elementLeaseKey, mapIdOf } from '../../lib/core/map/map-keys';
-import type { MapMeta } from '../../lib/core/ports/map-store.port';
+import { elementLeaseKey, mapIdOf } from '../../lib/core/model/keys';
+import type { MapMeta } from '../../lib/core/model/map';
 import {
   RedisKeys,
   RedisLockManager,

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { ScheduleModule, SchedulerRegistry } from '@nestjs/schedule';
 import { Test, type TestingModule } from '@nestjs/testing';
-import { ReactorEngine, runLeaseKey } from '../../lib/core/engine';
+import { ReactorEngine, runLeaseKey } from '../../lib/core';
 import { newRunState } from '../../lib/core/executor/executor';
 import type { LockManager } from '../../lib/core/ports/lock-manager.port';
 import type { ReactorStorage } from '../../lib/core/ports/reactor-storage.port';

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { DefinitionError } from '../errors/definition.error';
 import { findCycle } from '../graph/dependency-graph';
-import { toRetryPolicy, type RetryOptions } from '../executor/retry-policy';
+import { toRetryPolicy, type RetryOptions } from './retry-policy';
 import { contractProperties } from '../validation/contract';
 import type {
   BackgroundOption,

@@ -1,5 +1,5 @@
 import type { StepOutcome } from '../results/step-outcome';
-import type { RetryOptions } from '../executor/retry-policy';
+import type { RetryOptions } from './retry-policy';
 
 /** What a step's callbacks receive besides their arguments. */
 export interface StepContext {

@@ -1,7 +1,7 @@
+import type { FieldErrors } from '../model/failure';
 import { ReactorError } from './reactor.error';
 
-/** Field path (dot-separated) to the messages of every constraint it violated. */
-export type FieldErrors = Record<string, string[]>;
+export type { FieldErrors } from '../model/failure';
 
 /**
  * Input, step-contract or output validation failed. Never retried. {@link fieldErrors} names

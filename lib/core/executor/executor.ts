@@ -50,9 +50,9 @@ import { Failure, Halt, Skipped, Success, isStepOutcome, type StepOutcome } from
 import { isStepSignal } from '../results/step-signal';
 import { NestedFailure } from '../results/nested-failure';
 import { describeFieldErrors, validateDto, validateReactorInputs } from '../validation/validate';
-import { redactArgs, redactInputs } from './redaction';
-import { backoffDelay } from './retry-policy';
-import { RUN_STATE_SCHEMA_VERSION, type RunState, type TraceEntry, type UndoEntry } from './run-state';
+import { redactArgs, redactInputs } from '../definition/redaction';
+import { backoffDelay } from '../definition/retry-policy';
+import { RUN_STATE_SCHEMA_VERSION, type RunState, type TraceEntry, type UndoEntry } from '../model/run-state';
 
 /** Everything an execution needs from its host. */
 export interface ExecutionEnv {

@@ -6,17 +6,18 @@ import { randomUUID } from 'node:crypto';
 import type { ReactorDefinition } from '../definition/definition';
 import type { EngineLogger } from '../engine';
 import { RunExecution, newRunState, type ExecutionEnv } from '../executor/executor';
-import { redactInputs } from '../executor/redaction';
-import { isTerminal, type RunState } from '../executor/run-state';
+import { redactInputs } from '../definition/redaction';
+import { isTerminal, type RunState } from '../model/run-state';
 import { ReactorError } from '../errors/reactor.error';
 import type { Clock } from '../ports/clock.port';
 import type { JobDispatcher, ReactorJob } from '../ports/job-dispatcher.port';
 import type { Lease, LockManager } from '../ports/lock-manager.port';
-import type { ElementRecord, MapMeta, MapStore } from '../ports/map-store.port';
+import type { MapStore } from '../ports/map-store.port';
+import type { ElementRecord, MapMeta } from '../model/map';
 import type { ReactorStorage } from '../ports/reactor-storage.port';
 import type { RollbackFailure } from '../results/run-outcome';
 import { describeFieldErrors, validateReactorInputs } from '../validation/validate';
-import { elementLeaseKey, elementRunId } from './map-keys';
+import { elementLeaseKey, elementRunId } from '../model/keys';
 import { recordOf, rollbackStateOf } from './map-runner';
 
 /** How many times an element rollback waits for a still-running duplicate of the element. */

@@ -1,4 +1,5 @@
-import type { ElementRecord, MapStore } from '../ports/map-store.port';
+import type { MapStore } from '../ports/map-store.port';
+import type { ElementRecord } from '../model/map';
 import type { RunFailure } from '../results/run-outcome';
 
 /** One element's outcome, with its index. */

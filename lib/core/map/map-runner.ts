@@ -24,13 +24,14 @@ import type { MapSpec, ReactorDefinition, StepDefinition } from '../definition/d
 import type { ArgSource } from '../definition/ref';
 import type { StepContext } from '../definition/step';
 import { newRunState, type RunExecution } from '../executor/executor';
-import type { RunState } from '../executor/run-state';
-import type { ElementRecord, MapStore } from '../ports/map-store.port';
+import type { RunState } from '../model/run-state';
+import type { MapStore } from '../ports/map-store.port';
+import type { ElementRecord } from '../model/map';
 import type { RollbackFailure, RunOutcome } from '../results/run-outcome';
 import { Failure, Halt, Success, type StepOutcome } from '../results/step-outcome';
 import { NestedFailure } from '../results/nested-failure';
 import { describeFieldErrors, validateReactorInputs } from '../validation/validate';
-import { elementRunId, mapIdOf } from './map-keys';
+import { elementRunId, mapIdOf } from '../model/keys';
 import { ArrayResults, isMapResultsRef, ResultEnumerator } from './map-results';
 
 /** Returned by a fan-out map step that must wait for its elements (or its rollback). */

@@ -1,51 +1,7 @@
-import type { RunState } from '../executor/run-state';
-import type { RollbackFailure, RunFailure } from '../results/run-outcome';
+import type { RollbackFailure } from '../model/failure';
+import type { ElementRecord, MapMeta, MapProgress, MapRollbackProgress } from '../model/map';
+import type { RunState } from '../model/run-state';
 import type { Lease } from './lock-manager.port';
-
-/** What recovery needs to know about a fan-out map; written once when the map is dispatched. */
-export interface MapMeta {
-  /** `<runId>:<step>`, where runId is the run (or composed child) whose state holds the map. */
-  mapId: string;
-  /** The top-level run that resumes when the map completes (the owner). */
-  ownerRunId: string;
-  ownerReactor: string;
-  /** The run (or composed child) holding the map step, and the step's name. */
-  parentRunId: string;
-  step: string;
-  elementReactor: string;
-  /** Number of elements. */
-  total: number;
-  /** Most elements in flight at once. */
-  batchSize: number;
-  atomic: boolean;
-  /** Set when the map runs inside a map element (nested maps run inline, but say where). */
-  outer?: { mapId: string; index: number };
-  createdAt: number;
-}
-
-/** The stored outcome of one element. */
-export type ElementRecord =
-  | { status: 'completed'; value: unknown }
-  | { status: 'failed'; failure: RunFailure }
-  | { status: 'halted'; reason: string; details?: unknown }
-  | { status: 'skipped' };
-
-/** Counts of a map, as `client.get` reports them. */
-export interface MapProgress {
-  total: number;
-  /** Elements dispatched so far (reserved). */
-  dispatched: number;
-  /** Elements with a stored record. */
-  settled: number;
-  succeeded: number;
-  failed: number;
-  halted: number;
-  skipped: number;
-  /** Index of the first failed element of an atomic map, if any. */
-  failedIndex?: number;
-  /** Whether every element that will ever run has settled. */
-  done: boolean;
-}
 
 /** What claiming an element found. */
 export type ElementClaim =
@@ -60,16 +16,6 @@ export interface ElementSettled {
   next: number[];
   /** True for exactly one caller: the one that must resume the owner. */
   signalOwner: boolean;
-}
-
-/** Rollback bookkeeping of a fan-out map. */
-export interface MapRollbackProgress {
-  /** Elements to undo (completed elements with something to undo). */
-  total: number;
-  /** Outcomes reported so far. */
-  reported: number;
-  /** Every rollback failure reported so far, tagged with `mapStep` and `elementIndex`. */
-  failures: RollbackFailure[];
 }
 
 /**

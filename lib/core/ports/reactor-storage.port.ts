@@ -1,4 +1,4 @@
-import type { RunState } from '../executor/run-state';
+import type { RunState } from '../model/run-state';
 import type { Lease } from './lock-manager.port';
 
 /** Options of {@link ReactorStorage.save}. */

@@ -1,51 +1,7 @@
-import type { FieldErrors } from '../errors/input-validation.error';
-import type { TraceEntry } from '../executor/run-state';
+import type { RollbackFailure, RunFailure } from '../model/failure';
+import type { TraceEntry } from '../model/run-state';
 
-/** Why one undo or compensation did not complete. */
-export type RollbackFailureReason =
-  'raised' | 'returnedFailure' | 'contextUnavailable' | 'elementInFlight' | 'coordinationUnavailable';
-
-/** One undo or compensation that did not complete. The rollback walk never stops at one. */
-export interface RollbackFailure {
-  /** Step whose undo or compensate failed (for composed children: the child's step). */
-  step: string;
-  /** Which callback failed. */
-  kind: 'undo' | 'compensate' | 'undoAll';
-  reason: RollbackFailureReason;
-  message: string;
-  /** Reactor that owns {@link step} (differs from the run's reactor for composed children). */
-  reactorName?: string;
-  /** Map step and element index, for map elements. */
-  mapStep?: string;
-  elementIndex?: number;
-}
-
-/** Why a run failed, as returned to callers and stored with the run. Inputs are redacted. */
-export interface RunFailure {
-  /** Human-readable message naming the reactor and step. */
-  message: string;
-  /** Stable code (`STEP_FAILED`, `INPUT_VALIDATION`, `ARGUMENT_RESOLUTION`, ...). */
-  code: string;
-  reactorName: string;
-  /** The step that failed (absent when the run failed before any step, e.g. input validation). */
-  stepName?: string;
-  /** Name of the original error's class (`TypeError`, `PaymentDeclinedError`, ...). */
-  exceptionClass: string;
-  /** The original error's message. */
-  errorMessage: string;
-  /** Whether the failure was retryable (false for validation and argument errors). */
-  retryable: boolean;
-  /** Attempts made at the failing step. */
-  attempts?: number;
-  /** Reactor inputs, with redacted fields replaced by `[REDACTED]`. */
-  inputs: Record<string, unknown>;
-  /** The failing step's arguments, redacted. */
-  stepArguments?: Record<string, unknown>;
-  /** Field errors for validation failures. */
-  fieldErrors?: FieldErrors;
-  /** Every undo or compensation that did not complete; always an array. */
-  rollbackFailures: RollbackFailure[];
-}
+export type { RollbackFailure, RollbackFailureReason, RunFailure } from '../model/failure';
 
 interface RunOutcomeBase {
   runId: string;

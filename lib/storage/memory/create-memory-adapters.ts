@@ -1,4 +1,4 @@
-import { systemClock, type Clock } from '../../core/ports';
+import { systemClock, type Clock } from '../../core';
 import { MemoryLockManager } from './memory-lock.manager';
 import { MemoryReactorStorage } from './memory-reactor.storage';
 import { MemoryMapStore } from './memory-map.store';

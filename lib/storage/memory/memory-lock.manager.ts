@@ -1,5 +1,5 @@
+import { systemClock, type Clock, type Lease, type LockManager } from '../../core';
 import { randomUUID } from 'node:crypto';
-import { systemClock, type Clock, type Lease, type LockManager } from '../../core/ports';
 import { normalizeTtlMs } from '../lease-ttl';
 
 interface HeldLease {

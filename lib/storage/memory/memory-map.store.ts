@@ -1,18 +1,18 @@
-import type { RunState } from '../../core/executor/run-state';
-import type { Lease } from '../../core/ports/lock-manager.port';
-import type {
-  ElementClaim,
-  ElementRecord,
-  ElementSettled,
-  MapMeta,
-  MapProgress,
-  MapRollbackProgress,
-  MapStore,
-} from '../../core/ports/map-store.port';
-import type { RollbackFailure } from '../../core/results/run-outcome';
-import { LeaseLostError } from '../../core/errors';
+import {
+  LeaseLostError,
+  elementLeaseKey,
+  type ElementClaim,
+  type ElementRecord,
+  type ElementSettled,
+  type Lease,
+  type MapMeta,
+  type MapProgress,
+  type MapRollbackProgress,
+  type MapStore,
+  type RollbackFailure,
+  type RunState,
+} from '../../core';
 import type { MemoryLockManager } from './memory-lock.manager';
-import { elementLeaseKey } from '../../core/map/map-keys';
 import { storageError, StorageErrorCode } from '../storage-error-codes';
 
 interface MemoryMap {

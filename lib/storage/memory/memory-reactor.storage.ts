@@ -1,6 +1,14 @@
-import { ReactorError } from '../../core/errors';
-import { isTerminal, type RunState, type RunStatus } from '../../core/executor/run-state';
-import { systemClock, type ClaimResult, type Clock, type Lease, type ReactorStorage } from '../../core/ports';
+import {
+  ReactorError,
+  isTerminal,
+  systemClock,
+  type ClaimResult,
+  type Clock,
+  type Lease,
+  type ReactorStorage,
+  type RunState,
+  type RunStatus,
+} from '../../core';
 import {
   brokenRunState,
   decodeRunState,

@@ -1,5 +1,5 @@
+import { type Lease, type LockManager } from '../../core';
 import { randomUUID } from 'node:crypto';
-import type { Lease, LockManager } from '../../core/ports';
 import { normalizeTtlMs } from '../lease-ttl';
 import { isErrorCode, storageError } from '../storage-error-codes';
 import type { RedisKeys } from './redis.keys';

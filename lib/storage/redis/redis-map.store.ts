@@ -1,16 +1,19 @@
-import type { RunState } from '../../core/executor/run-state';
-import { elementLeaseKey, elementRunId } from '../../core/map/map-keys';
-import { systemClock, type Clock, type Lease } from '../../core/ports';
-import type {
-  ElementClaim,
-  ElementRecord,
-  ElementSettled,
-  MapMeta,
-  MapProgress,
-  MapRollbackProgress,
-  MapStore,
-} from '../../core/ports/map-store.port';
-import type { RollbackFailure } from '../../core/results/run-outcome';
+import {
+  elementLeaseKey,
+  elementRunId,
+  systemClock,
+  type Clock,
+  type ElementClaim,
+  type ElementRecord,
+  type ElementSettled,
+  type Lease,
+  type MapMeta,
+  type MapProgress,
+  type MapRollbackProgress,
+  type MapStore,
+  type RollbackFailure,
+  type RunState,
+} from '../../core';
 import { normalizeTtlMs } from '../lease-ttl';
 import { isErrorCode, storageError, StorageErrorCode } from '../storage-error-codes';
 import type { RedisKeys } from './redis.keys';

@@ -1,6 +1,13 @@
-import { CorruptRecordError } from '../../core/errors';
-import { isTerminal, type RunState } from '../../core/executor/run-state';
-import { systemClock, type ClaimResult, type Clock, type Lease, type ReactorStorage } from '../../core/ports';
+import {
+  CorruptRecordError,
+  isTerminal,
+  systemClock,
+  type ClaimResult,
+  type Clock,
+  type Lease,
+  type ReactorStorage,
+  type RunState,
+} from '../../core';
 import { normalizeTtlMs } from '../lease-ttl';
 import {
   brokenRunState,

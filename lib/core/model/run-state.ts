@@ -1,5 +1,5 @@
-import type { RollbackFailure, RunFailure } from '../results/run-outcome';
-import type { MapRecord } from '../map/map-runner';
+import type { RollbackFailure, RunFailure } from './failure';
+import type { MapRecord } from './map';
 
 /** Version of the stored run format. A record with another version is refused, not guessed at. */
 export const RUN_STATE_SCHEMA_VERSION = 1;
@@ -88,4 +88,29 @@ export interface RunState {
   createdAt: number;
   updatedAt: number;
   finishedAt?: number;
+}
+
+/** The initial state of a run of reactor `reactor` (its name and definition hash). */
+export function newRunState(
+  reactor: { readonly name: string; readonly hash: string },
+  runId: string,
+  inputs: Record<string, unknown>,
+  now: number,
+): RunState {
+  return {
+    schemaVersion: RUN_STATE_SCHEMA_VERSION,
+    runId,
+    reactorName: reactor.name,
+    definitionHash: reactor.hash,
+    status: 'pending',
+    inputs,
+    results: {},
+    completed: [],
+    undoStack: [],
+    attempts: {},
+    trace: [],
+    children: {},
+    createdAt: now,
+    updatedAt: now,
+  };
 }

@@ -1,4 +1,4 @@
-import type { ReactorDefinition, StepDefinition } from '../definition/definition';
+import type { ReactorDefinition, StepDefinition } from './definition';
 
 /** What replaces a redacted value. */
 export const REDACTED = '[REDACTED]';

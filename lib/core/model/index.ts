@@ -1,0 +1,4 @@
+export * from './failure';
+export * from './keys';
+export * from './map';
+export * from './run-state';
