@@ -13,7 +13,7 @@
 import { randomUUID } from 'node:crypto';
 import Redis from 'ioredis';
 import { Queue, Worker } from 'bullmq';
-import { newRunState } from '../lib/core/executor/executor';
+import { newRunState } from '../lib/core';
 import { defineReactor, type ReactorBuilder } from '../lib/core/definition/builder';
 import type { Ref } from '../lib/core/definition/ref';
 import { ReactorEngine, runLeaseKey } from '../lib/core';

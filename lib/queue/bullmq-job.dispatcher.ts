@@ -114,9 +114,10 @@ function isQueue(value: Queue | StandaloneBullMqJobDispatcherOptions): value is 
 
 /** The job's identity fields only, without `undefined` values. */
 function identityOf(job: ReactorJob): ReactorJob {
-  const data: ReactorJob = { kind: job.kind, runId: job.runId, reactorName: job.reactorName };
+  const data: ReactorJob =
+    job.kind === 'resume'
+      ? { kind: job.kind, runId: job.runId, reactorName: job.reactorName }
+      : { kind: job.kind, runId: job.runId, reactorName: job.reactorName, mapId: job.mapId, index: job.index };
   if (job.snoozes !== undefined) data.snoozes = job.snoozes;
-  if (job.mapId !== undefined) data.mapId = job.mapId;
-  if (job.index !== undefined) data.index = job.index;
   return data;
 }

@@ -1,7 +1,7 @@
 import { defineReactor, type ReactorBuilder } from '../../lib/core/definition/builder';
 import type { MapResults } from '../../lib/core/map/map-results';
 import { failure, halt, success } from '../../lib/core/results/step-outcome';
-import type { ReactorJob } from '../../lib/core/ports/job-dispatcher.port';
+import type { MapElementJob, ReactorJob } from '../../lib/core/ports/job-dispatcher.port';
 import { elementLeaseKey } from '../../lib/core/model/keys';
 import { createHarness } from './harness';
 
@@ -331,7 +331,7 @@ describe('map: recovery', () => {
     engine.register(reserveItem(log));
     const started = await engine.run(importer({ fanOut: 3 }), { items: items.slice(0, 5), factor: 1 });
     expect(started.status).toBe('dispatched');
-    expect(jobs.map((j) => j.index)).toEqual([0, 1, 2]);
+    expect(jobs.map((j) => (j as MapElementJob).index)).toEqual([0, 1, 2]);
 
     // The worker holding the first throw died: nothing ran. The sweeper finds the lost indices.
     jobs.length = 0;
@@ -339,7 +339,7 @@ describe('map: recovery', () => {
     // The owner is parked on an open map: the run sweeper leaves it to the map sweeper.
     expect(await engine.recoverStalled({ graceMs: 0 })).toBe(0);
     expect(await engine.recoverMaps({ graceMs: 0 })).toBe(1);
-    expect(jobs.map((j) => j.index).sort()).toEqual([0, 1, 2]);
+    expect(jobs.map((j) => (j as MapElementJob).index).sort()).toEqual([0, 1, 2]);
 
     // Deliver element jobs (each settle dispatches the next index) but lose the owner's resume.
     while (jobs.some((j) => j.kind === 'map-element')) {

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { ScheduleModule, SchedulerRegistry } from '@nestjs/schedule';
 import { Test, type TestingModule } from '@nestjs/testing';
 import { ReactorEngine, runLeaseKey } from '../../lib/core';
-import { newRunState } from '../../lib/core/executor/executor';
+import { newRunState } from '../../lib/core';
 import type { LockManager } from '../../lib/core/ports/lock-manager.port';
 import type { ReactorStorage } from '../../lib/core/ports/reactor-storage.port';
 import { ReactorClient } from '../../lib/nest/reactor.client';

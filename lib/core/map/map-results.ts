@@ -1,4 +1,5 @@
 import type { MapStore } from '../ports/map-store.port';
+import { InternalError } from '../errors/internal.error';
 import type { ElementRecord } from '../model/map';
 import type { RunFailure } from '../results/run-outcome';
 
@@ -118,4 +119,16 @@ export class ResultEnumerator<T> extends BaseResults<T> {
   toJSON(): MapResultsRef {
     return { $mapResults: this.mapId, count: this.count };
   }
+}
+
+/** A map value held in the state: inline records or a reference to fan-out records. */
+export function hydrateMapValue(value: unknown, store: MapStore | undefined): unknown {
+  if (isMapResultsRef(value)) {
+    if (!store) throw new InternalError(`Map results '${value.$mapResults}' need a map store.`);
+    return new ResultEnumerator(store, value.$mapResults, value.count);
+  }
+  if (typeof value === 'object' && value !== null && Array.isArray((value as { $mapRecords?: unknown }).$mapRecords)) {
+    return new ArrayResults((value as { $mapRecords: ElementRecord[] }).$mapRecords);
+  }
+  return value;
 }

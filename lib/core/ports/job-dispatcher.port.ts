@@ -1,17 +1,28 @@
-/** Kinds of job. Each carries identity only; workers rehydrate state from storage. */
-export type JobKind = 'resume' | 'map-element' | 'map-collect' | 'map-rollback';
-
-/** An identity-only job payload. */
-export interface ReactorJob {
-  kind: JobKind;
+interface JobIdentity {
+  /** The run the job is for (for map jobs: the map's owner run). */
   runId: string;
   reactorName: string;
   /** How many times this job was snoozed by contention. */
   snoozes?: number;
-  /** For map jobs: the map's id and the element index. */
-  mapId?: string;
-  index?: number;
 }
+
+/** Execute (or resume) a run from its stored state. */
+export interface ResumeJob extends JobIdentity {
+  kind: 'resume';
+}
+
+/** Run element `index` of fan-out map `mapId` (a `map-element` job), or undo it (`map-rollback`). */
+export interface MapElementJob extends JobIdentity {
+  kind: 'map-element' | 'map-rollback';
+  mapId: string;
+  index: number;
+}
+
+/** An identity-only job payload. Each carries identity only; workers rehydrate state from storage. */
+export type ReactorJob = ResumeJob | MapElementJob;
+
+/** Kinds of job. */
+export type JobKind = ReactorJob['kind'];
 
 /** Handles a job when it is delivered. */
 export type JobHandler = (job: ReactorJob) => Promise<void>;

@@ -1,5 +1,5 @@
-import type { RollbackFailure, RunFailure } from '../model/failure';
-import type { TraceEntry } from '../model/run-state';
+import { runFailure, type RollbackFailure, type RunFailure } from '../model/failure';
+import type { RunState, TraceEntry } from '../model/run-state';
 
 export type { RollbackFailure, RollbackFailureReason, RunFailure } from '../model/failure';
 
@@ -50,3 +50,48 @@ export interface CancelledOutcome extends RunOutcomeBase {
 /** What `ReactorClient.run` and `wait` resolve to. Switch on `status`. */
 export type RunOutcome<T = unknown> =
   CompletedOutcome<T> | FailedOutcome | HaltedOutcome | DispatchedOutcome | PausedOutcome | CancelledOutcome;
+
+/** The caller-facing outcome of a run, from its state. */
+export function outcomeOf<T = unknown>(state: RunState): RunOutcome<T> {
+  const base = {
+    runId: state.runId,
+    reactorName: state.reactorName,
+    results: state.results,
+    trace: state.trace,
+    attempts: state.attempts,
+  };
+  switch (state.status) {
+    case 'completed':
+      return { ...base, status: 'completed', value: state.value as T };
+    case 'failed':
+      return { ...base, status: 'failed', failure: state.failure ?? brokenFailure(state) };
+    case 'halted':
+      return {
+        ...base,
+        status: 'halted',
+        stepName: state.halt?.step ?? '',
+        reason: state.halt?.reason ?? '',
+        details: state.halt?.details,
+      };
+    case 'cancelled':
+      return {
+        ...base,
+        status: 'cancelled',
+        reason: state.cancellation?.reason ?? 'cancelled',
+        rollbackFailures: state.cancellation?.rollbackFailures ?? [],
+      };
+    case 'paused':
+      return { ...base, status: 'paused', stepName: state.handoff?.step ?? '' };
+    default:
+      return { ...base, status: 'dispatched' };
+  }
+}
+
+function brokenFailure(state: RunState): RunFailure {
+  return runFailure({
+    message: `Run '${state.runId}' failed without a recorded reason.`,
+    code: 'INTERNAL',
+    reactorName: state.reactorName,
+    errorMessage: 'unknown',
+  });
+}

@@ -1,0 +1,49 @@
+import { InternalError } from '../errors/internal.error';
+import type { JobDispatcher, ReactorJob } from '../ports/job-dispatcher.port';
+
+/** Enqueueing jobs: resumes, snoozes, and many jobs at once. */
+export class Dispatch {
+  constructor(
+    private readonly dispatcher: JobDispatcher | undefined,
+    private readonly snoozeDelayMs: number,
+    private readonly snoozeJitterMs: number,
+  ) {}
+
+  /** Whether this process can enqueue jobs at all. */
+  get available(): boolean {
+    return this.dispatcher !== undefined;
+  }
+
+  /** Enqueue one job, after `delayMs`. */
+  async one(job: ReactorJob, delayMs?: number): Promise<void> {
+    await this.require(job.reactorName).dispatch(job, delayMs === undefined ? undefined : { delayMs });
+  }
+
+  /** Enqueue a resume of run `runId`. */
+  resume(runId: string, reactorName: string, delayMs?: number): Promise<void> {
+    return this.one({ kind: 'resume', runId, reactorName }, delayMs);
+  }
+
+  /** Re-enqueue a job whose run is busy elsewhere, after the snooze delay plus jitter. */
+  async snooze(job: ReactorJob): Promise<void> {
+    const jitter = Math.floor(Math.random() * this.snoozeJitterMs);
+    await this.one({ ...job, snoozes: (job.snoozes ?? 0) + 1 }, this.snoozeDelayMs + jitter);
+  }
+
+  /** Enqueue many jobs at once (map elements), in one call where the dispatcher can. */
+  async many(jobs: ReactorJob[], delayMs?: number): Promise<void> {
+    const dispatcher = this.require(jobs[0]?.reactorName ?? '(map)');
+    if (dispatcher.dispatchMany) await dispatcher.dispatchMany(jobs, { delayMs });
+    else for (const job of jobs) await dispatcher.dispatch(job, { delayMs });
+  }
+
+  /** The dispatcher. @throws InternalError naming `reactorName` when none is configured. */
+  require(reactorName: string): JobDispatcher {
+    if (!this.dispatcher) {
+      throw new InternalError(
+        `Reactor '${reactorName}' needs a job dispatcher for background work, and none is configured.`,
+      );
+    }
+    return this.dispatcher;
+  }
+}

@@ -1,0 +1,77 @@
+import type { MiddlewareRunner } from '../middleware/middleware-runner';
+import type { ReactorMiddleware } from '../middleware/events';
+import type { Clock } from '../ports/clock.port';
+import type { JobDispatcher } from '../ports/job-dispatcher.port';
+import type { LockManager } from '../ports/lock-manager.port';
+import type { MapStore } from '../ports/map-store.port';
+import type { ReactorStorage } from '../ports/reactor-storage.port';
+import type { StepResolver } from '../ports/step-resolver.port';
+
+/** Where the engine reports what it does not throw. */
+export interface EngineLogger {
+  log(message: string): void;
+  warn(message: string): void;
+  error(message: string): void;
+}
+
+/** The engine's defaults, each defined once. */
+export const ENGINE_DEFAULTS = {
+  /** TTL of a run's (or element's) lease, extended every third of it while held. */
+  leaseTtlMs: 60_000,
+  /** Base delay of a snooze when a delivered run is executing elsewhere. */
+  snoozeDelayMs: 5_000,
+  /** How long `wait` waits for a run, and how often it polls storage. */
+  waitTimeoutMs: 30_000,
+  waitPollMs: 100,
+  /** Most runs (or maps) one recovery sweep looks at. */
+  sweepLimit: 1_000,
+  /** How many times an element rollback waits for a still-running duplicate of the element. */
+  elementRollbackSnoozes: 20,
+  /** Element rollback batch of a map whose metadata is gone. */
+  mapRollbackBatch: 50,
+} as const;
+
+/** Options of {@link ReactorEngine}. */
+export interface ReactorEngineOptions {
+  storage: ReactorStorage;
+  locks: LockManager;
+  /** Needed for background runs and retries in workers. */
+  dispatcher?: JobDispatcher;
+  /** Storage of fan-out maps; without it (or a dispatcher) maps run inline. */
+  maps?: MapStore;
+  /** @default systemClock */
+  clock?: Clock;
+  /** @default constructs each step class once */
+  resolver?: StepResolver;
+  middleware?: ReactorMiddleware[];
+  /** TTL of a run's lease, extended every third of it while the run executes. @default 60000 */
+  leaseTtlMs?: number;
+  /** Coalesce mid-run checkpoints closer than this. @default 0 (every step) */
+  checkpointMinIntervalMs?: number;
+  /** Base delay of a snooze when a delivered run is executing elsewhere. @default 5000 */
+  snoozeDelayMs?: number;
+  /** Random extra delay of a snooze, up to this. @default snoozeDelayMs */
+  snoozeJitterMs?: number;
+  logger?: EngineLogger;
+  /** Run id factory. @default crypto.randomUUID */
+  newRunId?: () => string;
+}
+
+/** Options of one run. */
+export interface RunOptions {
+  /** Use this run id instead of a new UUID; a run with this id must not exist. */
+  runId?: string;
+}
+
+/** The parts every engine collaborator may be given: the ports and the resolved settings. */
+export interface EngineParts {
+  readonly storage: ReactorStorage;
+  readonly locks: LockManager;
+  readonly maps?: MapStore;
+  readonly clock: Clock;
+  readonly resolver: StepResolver;
+  readonly middleware: MiddlewareRunner;
+  readonly logger: EngineLogger;
+  readonly leaseTtlMs: number;
+  readonly checkpointMinIntervalMs?: number;
+}

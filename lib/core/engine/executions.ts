@@ -1,0 +1,90 @@
+import type { ReactorDefinition } from '../definition/definition';
+import { ContextTooLargeError, LeaseLostError } from '../errors/run-state.error';
+import type { ExecutionEnv } from '../executor/execution-env';
+import { RunExecution } from '../executor/run-execution';
+import type { RunState } from '../model/run-state';
+import type { Lease } from '../ports/lock-manager.port';
+import { outcomeOf, type RunOutcome } from '../results/run-outcome';
+import type { Dispatch } from './dispatch';
+import type { EngineParts } from './engine-options';
+import type { LeaseKeeper } from './lease-keeper';
+import type { DefinitionRegistry } from './registry';
+import { toBrokenReason } from './broken-reason';
+import type { RunViewer } from './run-view';
+import type { Waiters } from './waiters';
+
+/** The top-level run an execution belongs to. */
+export interface RunOwner {
+  runId: string;
+  reactorName: string;
+}
+
+/** Executing runs in this process: the environment an execution gets, and the lease around it. */
+export class Executions {
+  constructor(
+    private readonly parts: EngineParts,
+    private readonly registry: DefinitionRegistry,
+    private readonly dispatch: Dispatch,
+    private readonly leases: LeaseKeeper,
+    private readonly waiters: Waiters,
+    private readonly view: RunViewer,
+  ) {}
+
+  /** The environment of an execution holding `lease`, on behalf of `owner`. */
+  env(mode: 'caller' | 'worker', lease: Lease, owner?: RunOwner): ExecutionEnv {
+    const { parts, dispatch } = this;
+    return {
+      owner,
+      maps: parts.maps,
+      dispatch: dispatch.available ? (jobs, delayMs) => dispatch.many(jobs, delayMs) : undefined,
+      storage: parts.storage,
+      clock: parts.clock,
+      middleware: parts.middleware,
+      resolver: parts.resolver,
+      definition: (name) => this.registry.get(name),
+      mode,
+      lease,
+      leaseTtlMs: parts.leaseTtlMs,
+      checkpointMinIntervalMs: parts.checkpointMinIntervalMs,
+      enqueueResume: dispatch.available
+        ? (runId, reactorName, delayMs) => dispatch.resume(runId, reactorName, delayMs)
+        : undefined,
+    };
+  }
+
+  /** Execute a run whose lease is held; the lease is released by the final save or here. */
+  async execute(
+    def: ReactorDefinition,
+    state: RunState,
+    lease: Lease,
+    mode: 'caller' | 'worker',
+    resumed: boolean,
+  ): Promise<RunOutcome> {
+    const held = this.leases.keep(lease);
+    let released = false;
+    try {
+      const env = this.env(mode, lease, { runId: state.runId, reactorName: def.name });
+      const save = RunExecution.saver(env, state, { onRelease: () => (released = true) });
+      const outcome = await new RunExecution(def, state, env, save).execute(resumed);
+      if (outcome.status !== 'dispatched') this.waiters.notify(state.runId);
+      return outcome.status === 'completed' ? this.view.outcome(state) : outcome;
+    } catch (error) {
+      if (error instanceof ContextTooLargeError) {
+        // Even the failure cannot be stored at full size: keep a minimal failed record.
+        await this.parts.storage.markBroken(state.runId, def.name, toBrokenReason(error));
+        this.waiters.notify(state.runId);
+        return outcomeOf((await this.parts.storage.load(state.runId)) ?? state);
+      }
+      if (error instanceof LeaseLostError) {
+        this.parts.logger.warn(error.message);
+        released = true;
+        // A worker that lost its lease stops quietly: the new holder carries the run on.
+        if (mode === 'worker') return outcomeOf(state);
+      }
+      throw error;
+    } finally {
+      held.stop();
+      if (!released && !held.lost) await this.leases.releaseQuietly(lease);
+    }
+  }
+}

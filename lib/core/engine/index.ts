@@ -1,0 +1,5 @@
+export { ReactorEngine } from './reactor-engine';
+export { ENGINE_DEFAULTS } from './engine-options';
+export type { EngineLogger, ReactorEngineOptions, RunOptions } from './engine-options';
+export type { RecoveryOptions } from './recovery';
+export type { RunView } from './run-view';

@@ -1,0 +1,204 @@
+/**
+ * The jobs of fan-out maps: an element (`map-element`) and an element's rollback (`map-rollback`).
+ * Each takes the element's lease, works on the element's stored state, and settles in one round
+ * trip that slides the map's window and says whether the owner run must be resumed.
+ */
+import type { ExecutionEnv } from '../executor/execution-env';
+import { RunExecution } from '../executor/run-execution';
+import { redactInputs } from '../definition/redaction';
+import { InternalError } from '../errors/internal.error';
+import { recordOf, rollbackStateOf } from '../map/map-elements';
+import { runFailure, type RollbackFailure } from '../model/failure';
+import { elementLeaseKey, elementRunId } from '../model/keys';
+import type { ElementRecord, MapMeta } from '../model/map';
+import { isTerminal, newRunState, type RunState } from '../model/run-state';
+import type { MapElementJob } from '../ports/job-dispatcher.port';
+import type { MapStore } from '../ports/map-store.port';
+import { describeFieldErrors, validateReactorInputs } from '../validation/validate';
+import type { Dispatch } from './dispatch';
+import { ENGINE_DEFAULTS, type EngineParts } from './engine-options';
+import type { Executions } from './executions';
+import type { LeaseKeeper } from './lease-keeper';
+import type { DefinitionRegistry } from './registry';
+
+/** Map metadata cached per process (it never changes once written). */
+const METADATA_CACHE_SIZE = 1_000;
+
+/** Element and element-rollback jobs of fan-out maps. */
+export class MapJobs {
+  private readonly metas = new Map<string, MapMeta>();
+
+  constructor(
+    private readonly parts: EngineParts,
+    private readonly registry: DefinitionRegistry,
+    private readonly dispatch: Dispatch,
+    private readonly leases: LeaseKeeper,
+    private readonly executions: Executions,
+  ) {}
+
+  /** Run one element of a fan-out map (a `map-element` job). */
+  async handleElement(job: MapElementJob): Promise<void> {
+    const maps = this.requireMaps();
+    const { mapId, index } = job;
+    const meta = await this.mapMeta(mapId);
+    if (!meta) return; // expired or never created: nothing to do
+    const def = this.registry.get(meta.elementReactor);
+    const lease = this.leases.newLease(elementLeaseKey(mapId, index));
+    const claim = await maps.claimElement(mapId, index, lease, this.parts.leaseTtlMs);
+    if (!claim.acquired || claim.done) return; // a duplicate delivery: the live one settles it
+    let record: ElementRecord | undefined;
+    let kept: RunState | undefined;
+    let state: RunState | undefined = claim.state;
+    if (claim.skip) {
+      record = { status: 'skipped' };
+    } else if (!state) {
+      const { inputs, errors } = await validateReactorInputs(def.inputs, claim.input);
+      if (Object.keys(errors).length > 0) {
+        const message = `Reactor '${meta.ownerReactor}' map '${meta.step}' element ${index}: input validation failed: ${describeFieldErrors(errors)}`;
+        record = {
+          status: 'failed',
+          failure: runFailure({
+            message,
+            code: 'INPUT_VALIDATION',
+            reactorName: def.name,
+            exceptionClass: 'InputValidationError',
+            inputs: redactInputs(def, inputs),
+            fieldErrors: errors,
+          }),
+        };
+      } else {
+        state = newRunState(def, elementRunId(mapId, index), inputs, this.parts.clock.now());
+        state.status = 'running';
+      }
+    }
+    if (!record && state) {
+      const due = state.retryAt ? Math.max(...Object.values(state.retryAt)) - this.parts.clock.now() : 0;
+      if (due > 0) {
+        await this.leases.releaseQuietly(lease);
+        await this.dispatch.one(job, due);
+        return;
+      }
+      const held = this.leases.keep(lease);
+      try {
+        const elementState = state;
+        const env: ExecutionEnv = {
+          ...this.executions.env('worker', lease, { runId: meta.ownerRunId, reactorName: meta.ownerReactor }),
+          inElement: true,
+          enqueueResume: (_runId, _reactorName, delayMs) => this.dispatch.one(job, delayMs),
+        };
+        // Checkpoints of an element go to the map's element state; its final record is written by settle.
+        const save = async (final: boolean) => {
+          if (isTerminal(elementState.status)) return;
+          elementState.updatedAt = this.parts.clock.now();
+          await maps.putElementState(mapId, index, elementState, lease);
+          if (final) await this.leases.releaseQuietly(lease);
+        };
+        const execution = new RunExecution(def, elementState, env, save);
+        const outcome = await execution.execute(claim.state !== undefined);
+        if (outcome.status === 'dispatched') return; // a retry was scheduled
+        record = recordOf(outcome);
+        kept = record.status === 'completed' ? rollbackStateOf(elementState, execution) : undefined;
+      } finally {
+        held.stop();
+      }
+    }
+    const settled = await maps.settleElement(mapId, index, record!, kept, lease);
+    await this.afterSettle(meta, settled, 'map-element');
+  }
+
+  /** Undo one completed element of a fan-out map that is rolling back (a `map-rollback` job). */
+  async handleElementRollback(job: MapElementJob): Promise<void> {
+    const maps = this.requireMaps();
+    const { mapId, index } = job;
+    const meta = await this.mapMeta(mapId);
+    if (!meta) return;
+    const tag = (failures: RollbackFailure[]) =>
+      failures.map((f) => ({ ...f, mapStep: meta.step, elementIndex: index }));
+    let failures: RollbackFailure[];
+    const lease = await this.parts.locks.acquire(elementLeaseKey(mapId, index), this.parts.leaseTtlMs);
+    if (!lease) {
+      // A duplicate of the element is still running: wait for it, a bounded number of times.
+      if ((job.snoozes ?? 0) < ENGINE_DEFAULTS.elementRollbackSnoozes) {
+        await this.dispatch.snooze(job);
+        return;
+      }
+      failures = tag([
+        {
+          step: meta.step,
+          kind: 'undo',
+          reason: 'elementInFlight',
+          message: `element ${index} was still running when the map rolled back`,
+          reactorName: meta.ownerReactor,
+        },
+      ]);
+    } else {
+      const state = await maps.elementState(mapId, index);
+      if (!state) {
+        failures = tag([
+          {
+            step: meta.step,
+            kind: 'undo',
+            reason: 'contextUnavailable',
+            message: `the state of element ${index} is no longer stored (contextTtl)`,
+            reactorName: meta.ownerReactor,
+          },
+        ]);
+      } else {
+        const def = this.registry.get(meta.elementReactor);
+        const env: ExecutionEnv = {
+          ...this.executions.env('worker', lease, { runId: meta.ownerRunId, reactorName: meta.ownerReactor }),
+          inElement: true,
+        };
+        const save = async () => maps.putElementState(mapId, index, state, lease);
+        failures = tag(await new RunExecution(def, state, env, save, false).undoAll());
+      }
+    }
+    const settled = await maps.settleRollback(mapId, index, failures, lease ?? undefined);
+    await this.afterSettle(meta, settled, 'map-rollback');
+  }
+
+  /** After an element (or its rollback) settled: dispatch what the window freed, resume the owner if told to. */
+  private async afterSettle(
+    meta: MapMeta,
+    settled: { next: number[]; signalOwner: boolean },
+    kind: 'map-element' | 'map-rollback',
+  ): Promise<void> {
+    await this.dispatchMapJobs(meta.ownerRunId, meta.ownerReactor, meta.mapId, settled.next, kind);
+    if (settled.signalOwner) await this.resumeOwner(meta);
+  }
+
+  /** Resume the owner run of a map that is done (or whose rollback is). */
+  async resumeOwner(meta: MapMeta): Promise<void> {
+    await this.dispatch.resume(meta.ownerRunId, meta.ownerReactor);
+  }
+
+  /** Enqueue element (or element rollback) jobs of a map. */
+  async dispatchMapJobs(
+    ownerRunId: string,
+    ownerReactor: string,
+    mapId: string,
+    indices: number[],
+    kind: 'map-element' | 'map-rollback',
+  ): Promise<void> {
+    if (indices.length === 0) return;
+    await this.dispatch.many(
+      indices.map((index) => ({ kind, runId: ownerRunId, reactorName: ownerReactor, mapId, index })),
+    );
+  }
+
+  /** A map's metadata; it never changes once written, so each process reads it once. */
+  private async mapMeta(mapId: string): Promise<MapMeta | undefined> {
+    const cached = this.metas.get(mapId);
+    if (cached) return cached;
+    const meta = await this.requireMaps().meta(mapId);
+    if (!meta) return undefined;
+    if (this.metas.size >= METADATA_CACHE_SIZE) this.metas.delete(this.metas.keys().next().value as string);
+    this.metas.set(mapId, meta);
+    return meta;
+  }
+
+  private requireMaps(): MapStore {
+    if (!this.parts.maps) throw new InternalError('Fan-out maps need a map store, and none is configured.');
+    return this.parts.maps;
+  }
+}

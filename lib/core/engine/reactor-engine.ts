@@ -1,0 +1,186 @@
+import type { ReactorDefinition } from '../definition/definition';
+import { InternalError } from '../errors/internal.error';
+import { MiddlewareRunner } from '../middleware/middleware-runner';
+import type { BrokenReason, ReactorStorage } from '../ports/reactor-storage.port';
+import { systemClock } from '../ports/clock.port';
+import type { ReactorJob } from '../ports/job-dispatcher.port';
+import { ConstructingStepResolver } from '../ports/step-resolver.port';
+import type { RunOutcome } from '../results/run-outcome';
+import { Dispatch } from './dispatch';
+import { ENGINE_DEFAULTS, type EngineParts, type ReactorEngineOptions, type RunOptions } from './engine-options';
+import { Executions } from './executions';
+import { LeaseKeeper } from './lease-keeper';
+import { MapJobs } from './map-jobs';
+import { Recovery, type RecoveryOptions } from './recovery';
+import { DefinitionRegistry } from './registry';
+import { RunControl } from './run-control';
+import { RunJobs } from './run-jobs';
+import { RunStarter } from './run-starter';
+import { RunViewer, type RunView } from './run-view';
+import { Waiters } from './waiters';
+
+/**
+ * The Nest-free engine: a registry of reactor definitions and the operations on runs. The Nest
+ * `ReactorClient` is a thin, typed wrapper around it. A facade: each operation belongs to one
+ * small collaborator (registry, starter, run jobs, map jobs, control, recovery, viewer, waiters)
+ * that receives only the parts it needs.
+ */
+export class ReactorEngine {
+  private readonly registry = new DefinitionRegistry();
+  private readonly starter: RunStarter;
+  private readonly runJobs: RunJobs;
+  private readonly mapJobs: MapJobs;
+  private readonly control: RunControl;
+  private readonly recovery: Recovery;
+  private readonly viewer: RunViewer;
+  private readonly waiters: Waiters;
+  private readonly storage: ReactorStorage;
+
+  constructor(options: ReactorEngineOptions) {
+    const logger = options.logger ?? {
+      log: () => undefined,
+      warn: (m: string) => console.warn(m),
+      error: (m: string) => console.error(m),
+    };
+    const parts: EngineParts = {
+      storage: options.storage,
+      locks: options.locks,
+      maps: options.maps,
+      clock: options.clock ?? systemClock,
+      resolver: options.resolver ?? new ConstructingStepResolver(),
+      middleware: new MiddlewareRunner(options.middleware ?? [], logger),
+      logger,
+      leaseTtlMs: options.leaseTtlMs ?? ENGINE_DEFAULTS.leaseTtlMs,
+      checkpointMinIntervalMs: options.checkpointMinIntervalMs,
+    };
+    const snoozeDelayMs = options.snoozeDelayMs ?? ENGINE_DEFAULTS.snoozeDelayMs;
+    const dispatch = new Dispatch(options.dispatcher, snoozeDelayMs, options.snoozeJitterMs ?? snoozeDelayMs);
+    const leases = new LeaseKeeper(parts.locks, parts.leaseTtlMs, logger);
+    this.storage = parts.storage;
+    this.waiters = new Waiters(parts.storage, parts.clock);
+    this.viewer = new RunViewer(this.registry, parts.maps);
+    const executions = new Executions(parts, this.registry, dispatch, leases, this.waiters, this.viewer);
+    this.starter = new RunStarter(parts, this.registry, dispatch, leases, executions, options.newRunId);
+    this.runJobs = new RunJobs(
+      parts.storage,
+      parts.clock,
+      parts.leaseTtlMs,
+      this.registry,
+      dispatch,
+      leases,
+      executions,
+      this.waiters,
+    );
+    this.mapJobs = new MapJobs(parts, this.registry, dispatch, leases, executions);
+    this.control = new RunControl(parts, this.registry, leases, executions, this.waiters);
+    this.recovery = new Recovery(parts, dispatch, this.mapJobs);
+  }
+
+  /** Register a definition. Registering the same name with another shape is an error. */
+  register(def: ReactorDefinition): void {
+    this.registry.register(def);
+  }
+
+  /**
+   * Check links between definitions: every composed child and mapped reactor is registered and no
+   * reactor composes itself through a chain. Called at Nest boot after discovery.
+   */
+  validate(): void {
+    this.registry.validate();
+  }
+
+  /** The registered definition named `name`. */
+  definition(name: string): ReactorDefinition {
+    return this.registry.get(name);
+  }
+
+  /** Names of every registered reactor. */
+  reactorNames(): string[] {
+    return this.registry.names();
+  }
+
+  /**
+   * Run a reactor: validate inputs, then execute in this process until it completes, fails,
+   * halts, or reaches a background hand-off (then the outcome is `dispatched`).
+   */
+  run<I, O>(target: ReactorDefinition<I, O> | string, input: I, options: RunOptions = {}): Promise<RunOutcome<O>> {
+    return this.starter.run(target, input, options);
+  }
+
+  /** Start a reactor in the background regardless of its options; resolves once the run is stored. */
+  start<I, O>(target: ReactorDefinition<I, O> | string, input: I, options: RunOptions = {}): Promise<RunOutcome<O>> {
+    return this.starter.start(target, input, options);
+  }
+
+  /** The run with this id as shown to people, or undefined when there is none. */
+  async get(runId: string): Promise<RunView | undefined> {
+    const state = await this.storage.load(runId);
+    return state ? await this.viewer.view(state) : undefined;
+  }
+
+  /**
+   * Wait until the run is terminal (or paused), up to `timeoutMs` on the engine's clock; resolves
+   * to its outcome. Woken at once by runs that finish in this process; otherwise polls every `pollMs`.
+   */
+  async wait<O = unknown>(
+    runId: string,
+    options: { timeoutMs?: number; pollMs?: number } = {},
+  ): Promise<RunOutcome<O>> {
+    return this.viewer.outcome<O>(await this.waiters.until(runId, options));
+  }
+
+  /**
+   * Undo a finished run: every completed step is undone, newest first (composed children replay
+   * their own undos), then the run is `cancelled`. Refused while the run is executing.
+   */
+  undo(runId: string): Promise<RunOutcome> {
+    return this.control.undo(runId);
+  }
+
+  /**
+   * Worker entry point: deliver one identity-only job. A run executing elsewhere is snoozed; a
+   * missing run is a no-op; a record that cannot be used marks the run failed once and returns
+   * normally, so the job is not retried.
+   */
+  async handleJob(job: ReactorJob): Promise<void> {
+    switch (job.kind) {
+      case 'resume':
+        return this.runJobs.handle(job);
+      case 'map-element':
+        return this.mapJobs.handleElement(job);
+      case 'map-rollback':
+        return this.mapJobs.handleElementRollback(job);
+      default:
+        throw new InternalError(`Job kind '${(job as { kind: string }).kind}' is not handled by this engine.`);
+    }
+  }
+
+  /**
+   * Mark a run failed because its job could not be processed (infrastructure errors exhausted the
+   * job's retries). Not rolled back: completed steps stay on the undo stack for `undo(runId)`.
+   * Skipped when another process holds the run or it is already terminal. Never throws.
+   */
+  failRun(runId: string, reason: BrokenReason): Promise<void> {
+    return this.control.failRun(runId, reason);
+  }
+
+  /**
+   * Find runs whose executor died and re-enqueue them by id: non-terminal runs (from the storage
+   * index, never a keyspace scan) that nobody holds a lease on, not updated for `graceMs`, and
+   * with no retry scheduled in the future. Returns how many were re-enqueued. Idempotent: a run
+   * enqueued twice is executed once (the lease), so a mistaken re-enqueue costs one job.
+   */
+  recoverStalled(options: RecoveryOptions = {}): Promise<number> {
+    return this.recovery.stalledRuns(options);
+  }
+
+  /**
+   * Recover fan-out maps (reading the index of open maps, never the keyspace): re-dispatch
+   * elements that were dispatched but have no record and no live lease, refill a dispatch window
+   * whose continuation was lost, re-dispatch lost element rollback jobs, and resume an owner whose
+   * completion signal was lost. Returns how many maps needed something.
+   */
+  recoverMaps(options: RecoveryOptions = {}): Promise<number> {
+    return this.recovery.stalledMaps(options);
+  }
+}

@@ -1,0 +1,97 @@
+import { redactInputs } from '../definition/redaction';
+import { InvalidRunStateError, RunNotFoundError } from '../errors/run-state.error';
+import { RunExecution } from '../executor/run-execution';
+import { errorMessage, runFailure } from '../model/failure';
+import { runLeaseKey } from '../model/keys';
+import { isTerminal, type RunStatus } from '../model/run-state';
+import type { BrokenReason } from '../ports/reactor-storage.port';
+import type { RunOutcome } from '../results/run-outcome';
+import type { EngineParts } from './engine-options';
+import type { Executions } from './executions';
+import type { LeaseKeeper } from './lease-keeper';
+import type { DefinitionRegistry } from './registry';
+import type { Waiters } from './waiters';
+
+const UNDOABLE: readonly RunStatus[] = ['completed', 'halted', 'failed', 'paused'];
+
+/** Acting on a run from outside its execution: undo a finished run, fail a run whose job died. */
+export class RunControl {
+  constructor(
+    private readonly parts: EngineParts,
+    private readonly registry: DefinitionRegistry,
+    private readonly leases: LeaseKeeper,
+    private readonly executions: Executions,
+    private readonly waiters: Waiters,
+  ) {}
+
+  /**
+   * Undo a finished run: every completed step is undone, newest first (composed children replay
+   * their own undos), then the run is `cancelled`. Refused while the run is executing.
+   */
+  async undo(runId: string): Promise<RunOutcome> {
+    const lease = this.leases.newLease(runLeaseKey(runId));
+    const claim = await this.parts.storage.acquireAndLoad(runId, lease, this.parts.leaseTtlMs);
+    if (!claim.acquired) {
+      throw new InvalidRunStateError(
+        `Run '${runId}' is executing in some process; undo it after it finishes.`,
+        runId,
+        'running',
+      );
+    }
+    let released = false;
+    try {
+      const state = claim.state;
+      if (!state) throw new RunNotFoundError(runId);
+      if (!UNDOABLE.includes(state.status)) {
+        throw new InvalidRunStateError(
+          `Run '${runId}' is ${state.status}; only completed, halted, failed or paused runs can be undone.`,
+          runId,
+          state.status,
+        );
+      }
+      const def = this.registry.get(state.reactorName);
+      const env = this.executions.env('caller', lease, { runId: state.runId, reactorName: def.name });
+      const save = RunExecution.saver(env, state, { reopen: true, onRelease: () => (released = true) });
+      const outcome = await new RunExecution(def, state, env, save).undo('undo');
+      this.waiters.notify(runId);
+      return outcome;
+    } finally {
+      if (!released) await this.leases.releaseQuietly(lease);
+    }
+  }
+
+  /**
+   * Mark a run failed because its job could not be processed (infrastructure errors exhausted the
+   * job's retries). Not rolled back: completed steps stay on the undo stack for `undo(runId)`.
+   * Skipped when another process holds the run or it is already terminal. Never throws.
+   */
+  async failRun(runId: string, reason: BrokenReason): Promise<void> {
+    const { storage, clock, leaseTtlMs, logger } = this.parts;
+    const lease = this.leases.newLease(runLeaseKey(runId));
+    try {
+      const claim = await storage.acquireAndLoad(runId, lease, leaseTtlMs);
+      if (!claim.acquired) return;
+      const state = claim.state;
+      if (!state || isTerminal(state.status)) {
+        await this.parts.locks.release(lease);
+        return;
+      }
+      state.status = 'failed';
+      state.failure = runFailure({
+        message: `Run '${runId}' of reactor '${state.reactorName}' failed: ${reason.message}`,
+        code: reason.code,
+        reactorName: state.reactorName,
+        exceptionClass: reason.exceptionClass ?? 'Error',
+        errorMessage: reason.message,
+        inputs: this.registry.has(state.reactorName)
+          ? redactInputs(this.registry.get(state.reactorName), state.inputs)
+          : {},
+      });
+      state.finishedAt = state.updatedAt = clock.now();
+      await storage.save(state, { lease, releaseLease: true });
+      this.waiters.notify(runId);
+    } catch (error) {
+      logger.error(`Could not mark run '${runId}' failed: ${errorMessage(error)}`);
+    }
+  }
+}

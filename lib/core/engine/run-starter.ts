@@ -1,0 +1,129 @@
+import { randomUUID } from 'node:crypto';
+import type { ReactorDefinition } from '../definition/definition';
+import { redactInputs } from '../definition/redaction';
+import { InputValidationError } from '../errors/input-validation.error';
+import { InvalidRunStateError, LeaseLostError } from '../errors/run-state.error';
+import { runFailure } from '../model/failure';
+import { ID_SEPARATORS, runLeaseKey } from '../model/keys';
+import { newRunState, type RunState } from '../model/run-state';
+import type { Lease } from '../ports/lock-manager.port';
+import { outcomeOf, type RunOutcome } from '../results/run-outcome';
+import { describeFieldErrors, validateReactorInputs } from '../validation/validate';
+import type { Dispatch } from './dispatch';
+import type { EngineParts, RunOptions } from './engine-options';
+import type { Executions } from './executions';
+import type { LeaseKeeper } from './lease-keeper';
+import type { DefinitionRegistry } from './registry';
+
+/** Starting runs: validate inputs, store the new run, then execute it here or hand it to a worker. */
+export class RunStarter {
+  constructor(
+    private readonly parts: EngineParts,
+    private readonly registry: DefinitionRegistry,
+    private readonly dispatch: Dispatch,
+    private readonly leases: LeaseKeeper,
+    private readonly executions: Executions,
+    private readonly newRunId: () => string = randomUUID,
+  ) {}
+
+  /** Run in this process until done or a hand-off (the outcome is then `dispatched`). */
+  async run<I, O>(target: ReactorDefinition<I, O> | string, input: I, options: RunOptions): Promise<RunOutcome<O>> {
+    const def = this.resolveTarget(target);
+    const background = def.background !== undefined && 'all' in def.background;
+    const prepared = await this.prepare(def, input, options, background ? 'handoff' : 'caller');
+    if (prepared.state.status === 'failed' || background) return outcomeOf<O>(prepared.state);
+    return (await this.executions.execute(def, prepared.state, prepared.lease!, 'caller', false)) as RunOutcome<O>;
+  }
+
+  /** Store the run and hand it to a worker; resolves once it is stored. */
+  async start<I, O>(target: ReactorDefinition<I, O> | string, input: I, options: RunOptions): Promise<RunOutcome<O>> {
+    const def = this.resolveTarget(target);
+    const prepared = await this.prepare(def, input, options, 'handoff');
+    return outcomeOf<O>(prepared.state);
+  }
+
+  private resolveTarget(target: ReactorDefinition | string): ReactorDefinition {
+    if (typeof target === 'string') return this.registry.get(target);
+    this.registry.register(target);
+    return target;
+  }
+
+  /** Validate inputs and store the new run: failed when inputs are invalid, else running. */
+  private async prepare<I>(
+    def: ReactorDefinition,
+    input: I,
+    options: RunOptions,
+    mode: 'caller' | 'handoff',
+  ): Promise<{ state: RunState; lease?: Lease }> {
+    const { storage, clock, middleware, leaseTtlMs } = this.parts;
+    const runId = options.runId ?? this.newRunId();
+    if (typeof runId !== 'string' || runId.length === 0 || ID_SEPARATORS.test(runId)) {
+      throw new InvalidRunStateError(
+        `Run id '${String(runId)}' is invalid: use a non-empty string without ':', '/', '#', '{' or '}'.`,
+        String(runId),
+        'invalid',
+      );
+    }
+    const { inputs, errors } = await validateReactorInputs(def.inputs, input);
+    const state = newRunState(def, runId, inputs, clock.now());
+    let lease: Lease | undefined;
+    if (Object.keys(errors).length > 0) {
+      const error = new InputValidationError(
+        `Reactor '${def.name}': input validation failed: ${describeFieldErrors(errors)}`,
+        errors,
+        def.name,
+      );
+      state.status = 'failed';
+      state.finishedAt = state.createdAt;
+      state.failure = runFailure({
+        message: error.message,
+        code: error.code,
+        reactorName: def.name,
+        exceptionClass: 'InputValidationError',
+        errorMessage: error.message,
+        inputs: redactInputs(def, inputs),
+        fieldErrors: errors,
+      });
+    } else {
+      state.status = 'running';
+      if (mode === 'handoff') state.handoff = { mode: 'all' };
+      // The caller executes the run: take its lease in the same write that creates it.
+      else lease = this.leases.newLease(runLeaseKey(runId));
+    }
+    let created: boolean;
+    try {
+      created = await storage.save(state, {
+        createOnly: true,
+        lease,
+        leaseTtlMs: lease ? leaseTtlMs : undefined,
+        acquireLease: lease !== undefined,
+      });
+    } catch (error) {
+      if (!(error instanceof LeaseLostError)) throw error;
+      throw new InvalidRunStateError(
+        `A run with id '${runId}' is executing; run ids must be unique.`,
+        runId,
+        'running',
+      );
+    }
+    if (!created) {
+      throw new InvalidRunStateError(
+        `A run with id '${runId}' already exists; run ids must be unique.`,
+        runId,
+        'exists',
+      );
+    }
+    if (state.status === 'failed') {
+      await middleware.emit({
+        type: 'reactor.fail',
+        runId,
+        reactorName: def.name,
+        at: clock.now(),
+        failure: state.failure!,
+      });
+    } else if (mode === 'handoff') {
+      await this.dispatch.resume(runId, def.name);
+    }
+    return { state, lease };
+  }
+}

@@ -1,0 +1,90 @@
+import { REDACTED, redactInputs } from '../definition/redaction';
+import { hydrateMapValue } from '../map/map-results';
+import type { RollbackFailure, RunFailure } from '../model/failure';
+import { inlineProgress, type ElementRecord, type MapProgress } from '../model/map';
+import type { RunState, RunStatus, TraceEntry } from '../model/run-state';
+import type { MapStore } from '../ports/map-store.port';
+import { outcomeOf, type RunOutcome } from '../results/run-outcome';
+import type { DefinitionRegistry } from './registry';
+
+/** A run as shown to people: inputs and step arguments are redacted. */
+export interface RunView {
+  runId: string;
+  reactorName: string;
+  status: RunStatus;
+  /** Inputs with redacted fields replaced by `[REDACTED]`. */
+  inputs: Record<string, unknown>;
+  results: Record<string, unknown>;
+  /** Completed steps in completion order. */
+  completed: string[];
+  attempts: Record<string, number>;
+  trace: TraceEntry[];
+  value?: unknown;
+  failure?: RunFailure;
+  halt?: { step: string; reason: string; details?: unknown };
+  cancellation?: { reason: string; rollbackFailures: RollbackFailure[] };
+  /** Composed children, by compose step name. */
+  children: Record<string, RunView>;
+  createdAt: number;
+  updatedAt: number;
+  finishedAt?: number;
+  /** Progress of each map step: total, succeeded, failed, in flight (`dispatched - settled`). */
+  maps: Record<string, MapProgress>;
+  /** The outcome a caller would see. */
+  outcome: RunOutcome;
+}
+
+/** Runs as callers and people see them: outcomes with map values as results objects, and views. */
+export class RunViewer {
+  constructor(
+    private readonly registry: DefinitionRegistry,
+    private readonly maps: MapStore | undefined,
+  ) {}
+
+  /** The caller-facing outcome, with a map value turned into its results object. */
+  outcome<O = unknown>(state: RunState): RunOutcome<O> {
+    const outcome = outcomeOf<O>(state);
+    if (outcome.status === 'completed') outcome.value = hydrateMapValue(outcome.value, this.maps) as O;
+    return outcome;
+  }
+
+  /** The run as shown to people: inputs redacted, children and map progress included. */
+  async view(state: RunState): Promise<RunView> {
+    const def = this.registry.has(state.reactorName) ? this.registry.get(state.reactorName) : undefined;
+    const inputs = def
+      ? redactInputs(def, state.inputs)
+      : Object.fromEntries(Object.keys(state.inputs).map((k) => [k, REDACTED]));
+    const children: Record<string, RunView> = {};
+    for (const [k, child] of Object.entries(state.children)) children[k] = await this.view(child);
+    const maps: Record<string, MapProgress> = {};
+    for (const [step, record] of Object.entries(state.maps ?? {})) {
+      if (record.mode === 'fanOut' && this.maps) {
+        const progress = await this.maps.progress(record.mapId).catch(() => undefined);
+        if (progress) maps[step] = progress;
+      } else {
+        const records = (state.results[step] as { $mapRecords?: ElementRecord[] } | undefined)?.$mapRecords;
+        if (records) maps[step] = inlineProgress(records);
+      }
+    }
+    return {
+      runId: state.runId,
+      reactorName: state.reactorName,
+      status: state.status,
+      inputs,
+      results: state.results,
+      completed: state.completed,
+      attempts: state.attempts,
+      trace: state.trace,
+      value: hydrateMapValue(state.value, this.maps),
+      failure: state.failure,
+      halt: state.halt,
+      cancellation: state.cancellation,
+      children,
+      maps,
+      createdAt: state.createdAt,
+      updatedAt: state.updatedAt,
+      finishedAt: state.finishedAt,
+      outcome: this.outcome(state),
+    };
+  }
+}

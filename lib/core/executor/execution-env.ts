@@ -1,0 +1,41 @@
+import type { ReactorDefinition } from '../definition/definition';
+import type { MiddlewareRunner } from '../middleware/middleware-runner';
+import type { Clock } from '../ports/clock.port';
+import type { ReactorJob } from '../ports/job-dispatcher.port';
+import type { Lease } from '../ports/lock-manager.port';
+import type { MapStore } from '../ports/map-store.port';
+import type { ReactorStorage } from '../ports/reactor-storage.port';
+import type { StepResolver } from '../ports/step-resolver.port';
+
+/** Everything an execution needs from its host (the engine). */
+export interface ExecutionEnv {
+  storage: ReactorStorage;
+  clock: Clock;
+  middleware: MiddlewareRunner;
+  resolver: StepResolver;
+  /** Look up a reactor definition by name (composed children, map elements). */
+  definition(name: string): ReactorDefinition;
+  /** `caller`: the process that called run (retries sleep, hand-offs apply). `worker`: a job. */
+  mode: 'caller' | 'worker';
+  /** The run's lease; every save is fenced by it. */
+  lease?: Lease;
+  leaseTtlMs?: number;
+  /** Mid-run checkpoints closer together than this are coalesced. @default 0 */
+  checkpointMinIntervalMs?: number;
+  /**
+   * Enqueue a resume of the (root) run, after its state was saved. Needed for hand-offs and for
+   * retries in workers; without it, a hand-off is ignored and retries sleep.
+   */
+  enqueueResume?: (runId: string, reactorName: string, delayMs: number) => Promise<void>;
+  /** Storage of fan-out maps; without it, maps run inline. */
+  maps?: MapStore;
+  /** Enqueue jobs (map elements and their rollbacks). */
+  dispatch?: (jobs: ReactorJob[], delayMs?: number) => Promise<void>;
+  /** The top-level run; fan-out maps resume it. Defaults to this run. */
+  owner?: { runId: string; reactorName: string };
+  /** This execution is a map element: nested maps run inline. */
+  inElement?: boolean;
+}
+
+/** Saves the root run; `final` ends the execution and releases the lease in the same write. */
+export type Saver = (final: boolean) => Promise<void>;

@@ -1,0 +1,309 @@
+/**
+ * The executor's loop: runs one reactor run over its DAG.
+ *
+ * Loop (one `RunExecution` per run; composed children get their own, saving through the root):
+ *
+ *  1. Emit `reactor.start`; mark the run `running`.
+ *  2. Pick ready steps (every dependency finished), in declaration order. With
+ *     `maxConcurrency: 1` steps run in passes, level by level, as ruby_reactor runs them; with more,
+ *     any ready step starts as soon as a slot is free.
+ *     - In the caller, a `background: { before: s }` hand-off stops before starting `s`.
+ *  3. Run each step (`runStep` in ./step-runner.ts): resolve arguments (an error here: the body
+ *     never started), validate the input contract (likewise), then invoke the step's kind under
+ *     the retry policy: success / skipped → validate output → done; retryable failure with
+ *     attempts left → wait the backoff (in the caller) or schedule a delayed resume (in a worker)
+ *     → try again; suspended (a fan-out map) → wait; otherwise → failed.
+ *  4. As each step settles, in the loop (never concurrently): success → store the result, push it
+ *     on the undo stack, checkpoint; skipped → store, never undone, checkpoint; halt, failure,
+ *     hand-off, wait or scheduled retry → start nothing new and let running siblings settle.
+ *  5. When nothing is running:
+ *     - failure → compensate each failing step whose body started, then undo every completed step
+ *       newest first (./rollback.ts; a failing undo or compensate is recorded in
+ *       `rollbackFailures`; the walk goes on), then the run is `failed`;
+ *     - halt → `halted`, nothing rolled back;
+ *     - hand-off or scheduled retry → save, enqueue a resume job, return `dispatched`;
+ *     - wait → save with the lease released and no job: what it waits for resumes it;
+ *     - all steps finished → resolve the returned ref, `completed`.
+ *  6. Emit `reactor.complete` or `reactor.fail`.
+ *
+ * The loop never asks which kind a step is: each kind (../steps/) invokes, compensates and undoes.
+ * Every state change is saved through the storage port (fenced by the run's lease when there is
+ * one) before anything that depends on it is enqueued.
+ */
+import type { ReactorDefinition, StepDefinition } from '../definition/definition';
+import { InternalError } from '../errors/internal.error';
+import { ContextTooLargeError, LeaseLostError } from '../errors/run-state.error';
+import { readySteps } from '../graph/dependency-graph';
+import type { RollbackFailure } from '../model/failure';
+import type { RunState } from '../model/run-state';
+import { outcomeOf, type RunOutcome } from '../results/run-outcome';
+import { RollbackSuspended } from '../results/suspension';
+import type { ChildExecution, ChildSaving } from '../steps/step-kind';
+import type { ExecutionEnv, Saver } from './execution-env';
+import { finishRollback, rollback, undoAll, undoEntry } from './rollback';
+import { RunScope } from './run-scope';
+import { stepKindOf } from '../steps';
+import { runStep, stepFailed, type StepFailed, type StepResult } from './step-runner';
+
+type Handoff = { mode: NonNullable<RunState['handoff']>; delayMs: number };
+
+/** Runs (or resumes) one run of a reactor. */
+export class RunExecution extends RunScope implements ChildExecution {
+  private lastCheckpoint = 0;
+
+  constructor(def: ReactorDefinition, state: RunState, env: ExecutionEnv, save: Saver, root = true) {
+    super(def, state, env, save, root);
+  }
+
+  /**
+   * Save the root run through the storage port, fenced by the lease. A `final` save ends this
+   * execution (terminal, hand-off, scheduled retry) and releases the lease in the same write.
+   */
+  static saver(
+    env: ExecutionEnv,
+    rootState: RunState,
+    options: { reopen?: boolean; onRelease?: () => void } = {},
+  ): Saver {
+    return async (final) => {
+      rootState.updatedAt = env.clock.now();
+      const releaseLease = final && env.lease !== undefined;
+      const written = await env.storage.save(rootState, {
+        lease: env.lease,
+        leaseTtlMs: env.leaseTtlMs,
+        reopen: options.reopen,
+        releaseLease,
+      });
+      // Nothing written: the stored record is terminal, so this writer is stale and must stop.
+      if (!written) throw new LeaseLostError(rootState.runId);
+      if (releaseLease) options.onRelease?.();
+    };
+  }
+
+  /** A composed child saves through this run; a map element run in this process saves nowhere. */
+  child(def: ReactorDefinition, state: RunState, saving: ChildSaving): RunExecution {
+    if (saving === 'through-parent') return new RunExecution(def, state, this.env, this.saveRun, false);
+    const env: ExecutionEnv = { ...this.env, inElement: true, enqueueResume: undefined, lease: undefined };
+    return new RunExecution(def, state, env, async () => undefined, false);
+  }
+
+  /** Execute until the run completes, fails, halts, or hands off. */
+  async execute(resumed: boolean): Promise<RunOutcome> {
+    try {
+      return await this.executeSteps(resumed);
+    } catch (error) {
+      if (!(error instanceof RollbackSuspended) || !this.root) throw error;
+      return this.parkRollback(error);
+    }
+  }
+
+  /** Undo every completed step of a finished run (manual undo); the run ends `cancelled`. */
+  async undo(reason: string): Promise<RunOutcome> {
+    this.state.status = 'rolling_back';
+    this.state.rollback = { target: 'cancelled', compensate: [], failures: [] };
+    this.state.cancellation = { reason, rollbackFailures: [] };
+    await this.save();
+    try {
+      await finishRollback(this);
+    } catch (error) {
+      if (!(error instanceof RollbackSuspended)) throw error;
+      return this.parkRollback(error);
+    }
+    return outcomeOf(this.state);
+  }
+
+  undoAll(): Promise<RollbackFailure[]> {
+    return undoAll(this);
+  }
+
+  /**
+   * Whether undoing this run would do anything: some completed step's kind has undo work. Map
+   * elements without it keep no state for rollback.
+   */
+  hasUndoWork(): boolean {
+    return this.state.undoStack.some((entry) => {
+      const step = this.def.stepsByName.get(entry.step);
+      return step !== undefined && stepKindOf(step).hasUndoWork(this, step);
+    });
+  }
+
+  /**
+   * The rollback waits for work elsewhere (a fan-out map's element rollbacks): end this execution
+   * (the run stays `rolling_back`, its lease released); that work resumes the run when done.
+   */
+  private async parkRollback(suspended: RollbackSuspended): Promise<RunOutcome> {
+    this.state.handoff = { mode: suspended.mode };
+    await this.saveRun(true);
+    return outcomeOf(this.state);
+  }
+
+  private async executeSteps(resumed: boolean): Promise<RunOutcome> {
+    const { state } = this;
+    await this.emit({ type: 'reactor.start', resumed });
+    delete state.handoff;
+    if (state.status === 'rolling_back' && state.rollback) {
+      await finishRollback(this);
+      return this.finish();
+    }
+    const wasRunning = state.status === 'running';
+    state.status = 'running';
+    if (!wasRunning) await this.save();
+
+    const result = await this.loop();
+    if (result.failures.length > 0) {
+      await rollback(this, result.failures);
+    } else if (result.halt) {
+      state.status = 'halted';
+      state.halt = { step: result.halt.step.name, reason: result.halt.reason, details: result.halt.details };
+      state.finishedAt = this.now();
+      await this.saveRun(this.root);
+    } else if (result.handoff) {
+      state.handoff = result.handoff.mode;
+      await this.saveRun(this.root);
+      if (this.root && this.env.enqueueResume && result.handoff.delayMs >= 0) {
+        await this.env.enqueueResume(state.runId, state.reactorName, result.handoff.delayMs);
+      }
+      return outcomeOf(state);
+    } else {
+      state.value = this.def.returns ? this.resolveSource(this.def.returns) : { ...state.results };
+      state.status = 'completed';
+      state.finishedAt = this.now();
+      await this.saveRun(this.root);
+    }
+    return this.finish();
+  }
+
+  private async finish(): Promise<RunOutcome> {
+    const outcome = outcomeOf(this.state);
+    if (outcome.status === 'failed') await this.emit({ type: 'reactor.fail', failure: outcome.failure });
+    else await this.emit({ type: 'reactor.complete', outcome });
+    return outcome;
+  }
+
+  private async loop(): Promise<{
+    failures: StepFailed[];
+    halt?: Extract<StepResult, { kind: 'halt' }>;
+    handoff?: Handoff;
+  }> {
+    const { def, state } = this;
+    const finished = new Set(state.completed);
+    const started = new Set<string>();
+    const running = new Map<string, Promise<StepResult>>();
+    const failures: StepFailed[] = [];
+    let halt: Extract<StepResult, { kind: 'halt' }> | undefined;
+    let handoff: Handoff | undefined;
+    let wave: StepDefinition[] = [];
+    const sequential = def.maxConcurrency === 1;
+    const background = this.root && this.env.mode === 'caller' && this.env.enqueueResume ? def.background : undefined;
+
+    const start = (step: StepDefinition): boolean => {
+      if (background && 'before' in background && background.before === step.name) {
+        handoff = { mode: { mode: 'before', step: step.name }, delayMs: 0 };
+        this.trace({ type: 'handoff', step: step.name, detail: 'before' });
+        return false;
+      }
+      started.add(step.name);
+      running.set(step.name, runStep(this, step));
+      return true;
+    };
+
+    for (;;) {
+      const stopping = failures.length > 0 || halt !== undefined || handoff !== undefined;
+      if (!stopping) {
+        if (sequential) {
+          if (running.size === 0) {
+            if (wave.length === 0) wave = readySteps(def.steps, finished, started);
+            const next = wave.shift();
+            if (next) start(next);
+          }
+        } else {
+          for (const step of readySteps(def.steps, finished, started)) {
+            if (running.size >= def.maxConcurrency || !start(step)) break;
+          }
+        }
+      }
+      if (running.size === 0) break;
+
+      const settled = await Promise.race(running.values());
+      running.delete(settled.step.name);
+      switch (settled.kind) {
+        case 'success':
+        case 'skipped': {
+          const name = settled.step.name;
+          state.results[name] = settled.value;
+          state.completed.push(name);
+          finished.add(name);
+          if (settled.kind === 'success')
+            state.undoStack.push({ step: name, args: settled.args, result: settled.value });
+          if (state.retryAt) delete state.retryAt[name];
+          this.trace({ type: settled.kind === 'success' ? 'complete' : 'skip', step: name });
+          await this.emitStep(settled.step, { type: 'step.complete', outcome: settled.kind });
+          if (background && 'after' in background && background.after === name) {
+            handoff = { mode: { mode: 'after', step: name }, delayMs: 0 };
+            this.trace({ type: 'handoff', step: name, detail: 'after' });
+          }
+          // The last step needs no checkpoint of its own: the final save follows at once.
+          if (running.size === 0 && finished.size === def.steps.length) break;
+          try {
+            await this.checkpoint();
+          } catch (error) {
+            if (!(error instanceof ContextTooLargeError)) throw error;
+            failures.push(await this.tooLarge(settled, error));
+            finished.delete(name);
+          }
+          break;
+        }
+        case 'halt':
+          halt ??= settled;
+          this.trace({ type: 'halt', step: settled.step.name, detail: settled.reason });
+          await this.emitStep(settled.step, { type: 'step.complete', outcome: 'halt' });
+          break;
+        case 'failure':
+          failures.push(settled);
+          break;
+        case 'retry':
+          handoff = handoff ?? { mode: { mode: 'all', step: settled.step.name }, delayMs: settled.delayMs };
+          break;
+        case 'wait':
+          // The step waits for work elsewhere (a fan-out map's elements), which resumes the run: no job now.
+          handoff = handoff ?? { mode: { mode: settled.mode, step: settled.step.name }, delayMs: -1 };
+          break;
+      }
+      // A sequential pass ends at the first terminal outcome.
+      if (sequential && (failures.length > 0 || halt || handoff)) wave = [];
+    }
+    if (failures.length === 0 && !halt && !handoff && finished.size < def.steps.length) {
+      // Unreachable for a validated definition; guards against a corrupt resumed state.
+      throw new InternalError(`Reactor '${def.name}': no ready steps but the run is not complete.`);
+    }
+    return { failures, halt, handoff };
+  }
+
+  /** Save a mid-run checkpoint, coalesced by `checkpointMinIntervalMs`. */
+  private async checkpoint(): Promise<void> {
+    const min = this.env.checkpointMinIntervalMs ?? 0;
+    const now = this.now();
+    if (min > 0 && now - this.lastCheckpoint < min) return;
+    this.lastCheckpoint = now;
+    await this.save();
+  }
+
+  /**
+   * A step's result made the run too large to store. Take the step back off the run (undoing it
+   * at once, in memory, since its result cannot be saved) and fail it with the error.
+   */
+  private async tooLarge(
+    settled: Extract<StepResult, { kind: 'success' | 'skipped' }>,
+    error: ContextTooLargeError,
+  ): Promise<StepFailed> {
+    const name = settled.step.name;
+    const { state } = this;
+    delete state.results[name];
+    state.completed = state.completed.filter((s) => s !== name);
+    const top = state.undoStack[state.undoStack.length - 1];
+    const undoFailures =
+      settled.kind === 'success' && top?.step === name ? await undoEntry(this, state.undoStack.pop()!) : [];
+    const result = stepFailed(this, settled.step, error, settled.args, { compensate: false });
+    result.failure.rollbackFailures.push(...undoFailures);
+    return result;
+  }
+}

@@ -1,0 +1,120 @@
+import type { ReactorDefinition, StepDefinition } from '../definition/definition';
+import { applyOps, type ArgSource } from '../definition/ref';
+import type { StepContext } from '../definition/step';
+import { hydrateMapValue } from '../map/map-results';
+import type { ReactorEvent } from '../middleware/events';
+import type { RunState, TraceEntry } from '../model/run-state';
+import type { JobKind } from '../ports/job-dispatcher.port';
+import type { MapStore } from '../ports/map-store.port';
+import type { ChildExecution, ChildSaving, StepScope } from '../steps/step-kind';
+import type { ExecutionEnv, Saver } from './execution-env';
+
+type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
+/** An event as an execution emits it: the run's id, reactor and time are added. */
+export type RunEvent = DistributiveOmit<ReactorEvent, 'runId' | 'reactorName' | 'at'>;
+/** A step event as an execution emits it: the step's name is added too. */
+export type StepEvent = DistributiveOmit<ReactorEvent, 'runId' | 'reactorName' | 'at' | 'step'>;
+
+/**
+ * One run (or composed child) being executed: its definition, state, host and save, and what the
+ * loop, the step runner, the rollback and the step kinds share (trace, events, argument sources,
+ * nested executions). The loop itself is {@link RunExecution}, which makes the nested executions.
+ */
+export abstract class RunScope implements StepScope {
+  /** Errors of failing steps in this process, handed to `compensate` as they were thrown. */
+  readonly liveErrors = new Map<string, unknown>();
+
+  /**
+   * @param saveRun saves the root run; a composed child saves through its parent.
+   * @param root whether this is the top-level run (emits reactor events, applies hand-offs).
+   */
+  constructor(
+    readonly def: ReactorDefinition,
+    readonly state: RunState,
+    readonly env: ExecutionEnv,
+    readonly saveRun: Saver,
+    readonly root: boolean,
+  ) {}
+
+  abstract child(def: ReactorDefinition, state: RunState, saving: ChildSaving): ChildExecution;
+
+  get owner(): { runId: string; reactorName: string } {
+    return this.env.owner ?? { runId: this.state.runId, reactorName: this.def.name };
+  }
+
+  get inElement(): boolean {
+    return this.env.inElement === true;
+  }
+
+  /** The map store, when this process can fan out (it needs a dispatcher too). */
+  get maps(): MapStore | undefined {
+    return this.env.dispatch ? this.env.maps : undefined;
+  }
+
+  now(): number {
+    return this.env.clock.now();
+  }
+
+  definition(name: string): ReactorDefinition {
+    return this.env.definition(name);
+  }
+
+  resolve<T>(stepClass: new (...args: never[]) => T): T {
+    return this.env.resolver.resolve(stepClass);
+  }
+
+  save(): Promise<void> {
+    return this.saveRun(false);
+  }
+
+  async dispatchMapJobs(
+    mapId: string,
+    indices: number[],
+    kind: Extract<JobKind, 'map-element' | 'map-rollback'>,
+  ): Promise<void> {
+    if (indices.length === 0) return;
+    const { runId, reactorName } = this.owner;
+    await this.env.dispatch!(indices.map((index) => ({ kind, runId, reactorName, mapId, index })));
+  }
+
+  context(step: StepDefinition, attempt = this.state.attempts[step.name] ?? 1): StepContext {
+    return { runId: this.state.runId, reactorName: this.def.name, stepName: step.name, attempt };
+  }
+
+  resolveArgs(step: StepDefinition): Record<string, unknown> {
+    const out: Record<string, unknown> = {};
+    for (const [key, source] of Object.entries(step.args)) out[key] = this.resolveSource(source);
+    return out;
+  }
+
+  resolveSource(source: ArgSource, element?: unknown): unknown {
+    const raw =
+      source.kind === 'input'
+        ? this.state.inputs[source.name]
+        : source.kind === 'result'
+          ? hydrateMapValue(this.state.results[source.step], this.env.maps)
+          : source.kind === 'element'
+            ? element
+            : source.value;
+    return applyOps(raw, source.ops);
+  }
+
+  trace(entry: Omit<TraceEntry, 'at'>): void {
+    this.state.trace.push({ ...entry, at: this.env.clock.now() } as TraceEntry);
+  }
+
+  async emit(event: RunEvent): Promise<void> {
+    if (this.env.middleware.empty) return;
+    await this.env.middleware.emit({
+      ...event,
+      runId: this.state.runId,
+      reactorName: this.def.name,
+      at: this.env.clock.now(),
+    } as ReactorEvent);
+  }
+
+  async emitStep(step: StepDefinition, event: StepEvent): Promise<void> {
+    if (this.env.middleware.empty) return;
+    await this.emit({ ...event, step: step.name } as RunEvent);
+  }
+}

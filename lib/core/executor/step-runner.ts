@@ -1,0 +1,168 @@
+/**
+ * Running one step: resolve its arguments, check its input contract, then attempt its body (through
+ * its kind) under the retry policy, check the output contract, and say how the step settled.
+ */
+import type { StepDefinition } from '../definition/definition';
+import { redactArgs, redactInputs } from '../definition/redaction';
+import { backoffDelay } from '../definition/retry-policy';
+import { ArgumentResolutionError } from '../errors/argument-resolution.error';
+import { InputValidationError } from '../errors/input-validation.error';
+import { ReactorError } from '../errors/reactor.error';
+import { describeError, runFailure, type RunFailure } from '../model/failure';
+import { NestedFailure } from '../results/nested-failure';
+import { Failure, Halt, Skipped, Success } from '../results/step-outcome';
+import { Suspended } from '../results/suspension';
+import { stepKindOf } from '../steps';
+import { describeFieldErrors, validateDto } from '../validation/validate';
+import type { RunScope } from './run-scope';
+
+/** How a step settled, as the loop sees it. */
+export type StepResult =
+  | { kind: 'success' | 'skipped'; step: StepDefinition; value: unknown; args: Record<string, unknown> }
+  | { kind: 'halt'; step: StepDefinition; reason: string; details?: unknown }
+  | StepFailed
+  | { kind: 'retry'; step: StepDefinition; delayMs: number }
+  | { kind: 'wait'; step: StepDefinition; mode: Suspended['mode'] };
+
+/** A step that failed: its failure record, the error as thrown, and whether to compensate it. */
+export interface StepFailed {
+  kind: 'failure';
+  step: StepDefinition;
+  failure: RunFailure;
+  error: unknown;
+  args: Record<string, unknown>;
+  compensate: boolean;
+}
+
+/** Run `step` of `scope`'s run to a {@link StepResult}. */
+export async function runStep(scope: RunScope, step: StepDefinition): Promise<StepResult> {
+  const { def, state, env } = scope;
+  let args: Record<string, unknown>;
+  try {
+    args = scope.resolveArgs(step);
+  } catch (error) {
+    const cause = describeError(error);
+    const wrapped = new ArgumentResolutionError(
+      `Reactor '${def.name}' step '${step.name}' could not resolve its arguments: ${(error as Error)?.message ?? String(error)}`,
+      def.name,
+      step.name,
+      cause.exceptionClass,
+    );
+    return stepFailed(scope, step, wrapped, {}, { compensate: false, exceptionClass: cause.exceptionClass });
+  }
+  const shownArgs = redactArgs(step, args);
+  await scope.emitStep(step, {
+    type: 'step.start',
+    attempt: (state.attempts[step.name] ?? 0) + 1,
+    arguments: shownArgs,
+  });
+
+  if (step.input) {
+    const fieldErrors = await validateDto(step.input, args);
+    if (Object.keys(fieldErrors).length > 0) {
+      const error = new InputValidationError(
+        `Reactor '${def.name}' step '${step.name}': input validation failed (${step.input.name}): ${describeFieldErrors(fieldErrors)}`,
+        fieldErrors,
+        def.name,
+        step.name,
+      );
+      return stepFailed(scope, step, error, args, { compensate: false });
+    }
+  }
+
+  const kind = stepKindOf(step);
+  for (;;) {
+    const adopting = kind.adopting?.(scope, step) ?? false;
+    const attempt = (state.attempts[step.name] ?? 0) + (adopting ? 0 : 1);
+    state.attempts[step.name] = attempt;
+    scope.trace(
+      adopting
+        ? { type: 'run', step: step.name, attempt, detail: 'adopting the map results' }
+        : { type: 'run', step: step.name, attempt, arguments: shownArgs },
+    );
+    let outcome = await kind.invoke(scope, step, args, attempt);
+
+    if ((outcome instanceof Success || outcome instanceof Skipped) && step.output) {
+      const fieldErrors = await validateDto(step.output, outcome.value);
+      if (Object.keys(fieldErrors).length > 0) {
+        outcome = new Failure(
+          new InputValidationError(
+            `Reactor '${def.name}' step '${step.name}': output validation failed (${step.output.name}): ${describeFieldErrors(fieldErrors)}`,
+            fieldErrors,
+            def.name,
+            step.name,
+          ),
+          { retryable: false },
+        );
+      }
+    }
+
+    if (outcome instanceof Suspended) return { kind: 'wait', step, mode: outcome.mode };
+    if (outcome instanceof Success) return { kind: 'success', step, value: outcome.value, args };
+    if (outcome instanceof Skipped) return { kind: 'skipped', step, value: outcome.value, args };
+    if (outcome instanceof Halt) return { kind: 'halt', step, reason: outcome.reason, details: outcome.details };
+
+    if (outcome instanceof NestedFailure) {
+      const nested = outcome.failure;
+      scope.trace({ type: 'fail', step: step.name, attempt, detail: nested.errorMessage });
+      return {
+        kind: 'failure',
+        step,
+        failure: { ...nested, rollbackFailures: [...nested.rollbackFailures] },
+        error: outcome.error,
+        args,
+        compensate: outcome.compensate,
+      };
+    }
+
+    if (outcome.retryable && attempt < step.retries.maxAttempts) {
+      const delayMs = backoffDelay(step.retries, attempt);
+      const message = describeError(outcome.error).message;
+      scope.trace({ type: 'retry', step: step.name, attempt, delayMs, detail: message });
+      await scope.emitStep(step, { type: 'step.retry', attempt, delayMs, error: message });
+      if (env.mode === 'worker' && env.enqueueResume) {
+        state.retryAt = { ...state.retryAt, [step.name]: env.clock.now() + delayMs };
+        return { kind: 'retry', step, delayMs };
+      }
+      await env.clock.sleep(delayMs);
+      continue;
+    }
+    return stepFailed(scope, step, outcome.error, args, {
+      compensate: true,
+      attempts: attempt,
+      retryable: outcome.retryable,
+    });
+  }
+}
+
+/** Record that `step` failed with `error`: its failure (inputs and arguments redacted) and a trace entry. */
+export function stepFailed(
+  scope: RunScope,
+  step: StepDefinition,
+  error: unknown,
+  args: Record<string, unknown>,
+  options: { compensate: boolean; exceptionClass?: string; attempts?: number; retryable?: boolean },
+): StepFailed {
+  const { def, state } = scope;
+  const described = describeError(error);
+  const attempts = options.attempts ?? state.attempts[step.name] ?? 0;
+  const message = described.message;
+  const failure = runFailure({
+    message:
+      attempts > 0
+        ? `Reactor '${def.name}' step '${step.name}' failed after ${attempts} attempt${attempts === 1 ? '' : 's'}: ${message}`
+        : `Reactor '${def.name}' step '${step.name}' failed: ${message}`,
+    code: error instanceof ReactorError ? error.code : 'STEP_FAILED',
+    reactorName: def.name,
+    stepName: step.name,
+    exceptionClass: options.exceptionClass ?? described.exceptionClass,
+    errorMessage: message,
+    retryable: options.retryable ?? described.retryable,
+    attempts,
+    inputs: redactInputs(def, state.inputs),
+    stepArguments: redactArgs(step, args),
+    fieldErrors: error instanceof InputValidationError ? error.fieldErrors : undefined,
+  });
+  scope.trace({ type: 'fail', step: step.name, attempt: attempts || undefined, detail: message });
+  return { kind: 'failure', step, failure, error, args, compensate: options.compensate };
+}

@@ -1,0 +1,41 @@
+import type { MapSpec, ReactorDefinition, StepDefinition } from '../definition/definition';
+import type { ArgSource } from '../definition/ref';
+import type { StepContext } from '../definition/step';
+import type { RollbackFailure } from '../model/failure';
+import type { RunState } from '../model/run-state';
+import type { JobKind } from '../ports/job-dispatcher.port';
+import type { MapStore } from '../ports/map-store.port';
+import type { RunOutcome } from '../results/run-outcome';
+
+/** A map step: a step whose handler is a map spec. */
+export type MapStep = StepDefinition & { readonly handler: { readonly kind: 'map'; readonly map: MapSpec } };
+
+/** What the map runner needs of one element's execution in this process. */
+export interface ElementExecution {
+  execute(resumed: boolean): Promise<RunOutcome>;
+  undoAll(): Promise<RollbackFailure[]>;
+  hasUndoWork(): boolean;
+}
+
+/** What the map runner needs from the execution that runs the map step. */
+export interface MapHost {
+  readonly def: ReactorDefinition;
+  readonly state: RunState;
+  /** The top-level run (the owner a fan-out map resumes). */
+  readonly owner: { runId: string; reactorName: string };
+  /** Set when this execution is itself a map element (nested maps run inline). */
+  readonly inElement: boolean;
+  readonly maps?: MapStore;
+  now(): number;
+  definition(name: string): ReactorDefinition;
+  resolveSource(source: ArgSource, element?: unknown): unknown;
+  /** An execution of an element in this process; `'none'`: it saves nowhere (inline elements are not checkpointed). */
+  child(def: ReactorDefinition, state: RunState, saving: 'none'): ElementExecution;
+  save(): Promise<void>;
+  dispatchMapJobs(
+    mapId: string,
+    indices: number[],
+    kind: Extract<JobKind, 'map-element' | 'map-rollback'>,
+  ): Promise<void>;
+  context(step: StepDefinition): StepContext;
+}

@@ -1,0 +1,80 @@
+/**
+ * Compose steps: a child reactor run inside this step. Its state lives in the parent's `children`
+ * and saves through the parent; a failed child has rolled itself back, so the step has nothing to
+ * compensate; undoing the step replays the child's own undos.
+ */
+import type { HandlerSpec } from '../definition/definition';
+import { InputValidationError } from '../errors/input-validation.error';
+import { InternalError } from '../errors/internal.error';
+import { childRunId } from '../model/keys';
+import { newRunState } from '../model/run-state';
+import { NestedFailure } from '../results/nested-failure';
+import { Failure, Halt, Success } from '../results/step-outcome';
+import { Suspended } from '../results/suspension';
+import { describeFieldErrors, validateReactorInputs } from '../validation/validate';
+import type { StepKind } from './step-kind';
+
+type ComposeSpec = Extract<HandlerSpec, { kind: 'compose' }>;
+
+/** The kind of `compose` steps. */
+export const composeStep: StepKind<ComposeSpec> = {
+  async invoke(scope, step, args) {
+    const childDef = scope.definition(step.handler.reactorName);
+    let childState = scope.state.children[step.name];
+    if (!childState || childState.status === 'failed' || childState.status === 'cancelled') {
+      const { inputs, errors } = await validateReactorInputs(childDef.inputs, args);
+      if (Object.keys(errors).length > 0) {
+        const error = new InputValidationError(
+          `Reactor '${childDef.name}' (composed as '${step.name}' in '${scope.def.name}'): input validation failed: ${describeFieldErrors(errors)}`,
+          errors,
+          childDef.name,
+        );
+        return new Failure(error, { retryable: false });
+      }
+      childState = newRunState(childDef, childRunId(scope.state.runId, step.name), inputs, scope.now());
+      scope.state.children[step.name] = childState;
+    }
+    const outcome = await scope.child(childDef, childState, 'through-parent').execute(false);
+    switch (outcome.status) {
+      case 'completed':
+        return new Success(outcome.value);
+      case 'halted':
+        return new Halt(outcome.reason, outcome.details);
+      case 'failed':
+        // The child already rolled itself back: nothing left to compensate here.
+        return new NestedFailure(outcome.failure, false);
+      case 'dispatched':
+        // The child waits for a fan-out map (or a scheduled retry): the parent waits with it.
+        return new Suspended('map');
+      default:
+        throw new InternalError(
+          `Composed reactor '${childDef.name}' ended ${outcome.status}, which compose does not support.`,
+        );
+    }
+  },
+
+  async undo(scope, step) {
+    const childState = scope.state.children[step.name];
+    if (!childState) return { failures: [] };
+    const failures = await scope
+      .child(scope.definition(childState.reactorName), childState, 'through-parent')
+      .undoAll();
+    childState.status = 'cancelled';
+    childState.cancellation = { reason: 'parent rolled back', rollbackFailures: failures };
+    return { failures, error: `${failures.length} child rollback failure(s)` };
+  },
+
+  hasUndoWork() {
+    return true;
+  },
+
+  linkedReactors(step) {
+    return [
+      {
+        reactorName: step.handler.reactorName,
+        describe: (name) => `compose step '${name}' names reactor '${step.handler.reactorName}'`,
+        nested: true,
+      },
+    ];
+  },
+};

@@ -1,0 +1,31 @@
+/**
+ * The registry of step kinds: one line per kind. A handler spec kind without a line here does not
+ * compile (the mapped type below names every kind of `HandlerSpec`).
+ */
+import type { HandlerSpec, StepDefinition } from '../definition/definition';
+import { composeStep } from './compose.step';
+import { handlerStep } from './handler.step';
+import { mapStep } from './map.step';
+import type { StepKind } from './step-kind';
+
+const STEP_KINDS: { readonly [K in HandlerSpec['kind']]: StepKind<Extract<HandlerSpec, { kind: K }>> } = {
+  class: handlerStep,
+  inline: handlerStep,
+  compose: composeStep,
+  map: mapStep,
+};
+
+/** The kind that runs `step`. */
+export function stepKindOf(step: StepDefinition): StepKind {
+  return STEP_KINDS[step.handler.kind] as StepKind;
+}
+
+export type {
+  ChildExecution,
+  ChildSaving,
+  LinkedReactor,
+  RollbackReport,
+  StepKind,
+  StepOf,
+  StepScope,
+} from './step-kind';

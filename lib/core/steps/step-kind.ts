@@ -1,0 +1,115 @@
+/**
+ * A step kind: what one kind of step (a handler, a composed reactor, a map) does when the run
+ * invokes it, compensates it, or undoes it. The executor's loop, step runner and rollback call
+ * these methods and never ask which kind they hold; a new kind is a new file implementing
+ * {@link StepKind} plus one line in `./index.ts`.
+ */
+import type { HandlerSpec, ReactorDefinition, StepDefinition } from '../definition/definition';
+import type { ArgSource } from '../definition/ref';
+import type { StepContext } from '../definition/step';
+import type { RollbackFailure } from '../model/failure';
+import type { RunState, UndoEntry } from '../model/run-state';
+import type { JobKind } from '../ports/job-dispatcher.port';
+import type { MapStore } from '../ports/map-store.port';
+import type { RunOutcome } from '../results/run-outcome';
+import type { StepOutcome } from '../results/step-outcome';
+import type { Suspended } from '../results/suspension';
+
+/** A step whose handler is of spec `S`. */
+export type StepOf<S extends HandlerSpec> = StepDefinition & { readonly handler: S };
+
+/** An execution of a nested run (a composed child or a map element) inside the current one. */
+export interface ChildExecution {
+  /** Run it until it completes, fails, halts or waits. */
+  execute(resumed: boolean): Promise<RunOutcome>;
+  /** Undo every step on its undo stack, newest first. */
+  undoAll(): Promise<RollbackFailure[]>;
+  /** Whether undoing it would do anything. */
+  hasUndoWork(): boolean;
+}
+
+/** How a nested execution saves: through the current run (composed children), or not at all. */
+export type ChildSaving = 'through-parent' | 'none';
+
+/** What a step kind may use of the run that invokes it. */
+export interface StepScope {
+  readonly def: ReactorDefinition;
+  readonly state: RunState;
+  /** The top-level run (a fan-out map resumes it). */
+  readonly owner: { runId: string; reactorName: string };
+  /** This execution is a map element: nested maps run inline. */
+  readonly inElement: boolean;
+  /** Storage of fan-out maps, when this process can fan out (it has a map store and a dispatcher). */
+  readonly maps?: MapStore;
+  now(): number;
+  /** A registered definition by name. */
+  definition(name: string): ReactorDefinition;
+  /** The instance that runs a step class (the Nest container in an app). */
+  resolve<T>(stepClass: new (...args: never[]) => T): T;
+  /** What a step's callbacks receive besides their arguments. */
+  context(step: StepDefinition, attempt?: number): StepContext;
+  /** Resolve a source against the run (and, for `element` sources, the current element). */
+  resolveSource(source: ArgSource, element?: unknown): unknown;
+  /** A nested execution of `def` over `state`. */
+  child(def: ReactorDefinition, state: RunState, saving: ChildSaving): ChildExecution;
+  /** Checkpoint the run (fenced by its lease). */
+  save(): Promise<void>;
+  /** Enqueue map jobs for the owner run. */
+  dispatchMapJobs(
+    mapId: string,
+    indices: number[],
+    kind: Extract<JobKind, 'map-element' | 'map-rollback'>,
+  ): Promise<void>;
+}
+
+/** What a kind's compensate or undo did. */
+export interface RollbackReport {
+  failures: RollbackFailure[];
+  /** Said in the trace entry (why nothing ran, or what failed). */
+  detail?: string;
+  /** Said in the `*.fail` event when there are failures. @default the first failure's message */
+  error?: string;
+}
+
+/** A reactor a step runs by name: it must be registered when the definitions are validated. */
+export interface LinkedReactor {
+  reactorName: string;
+  /** How the step uses it, for the error message (`compose step 'x' names reactor 'y'`). */
+  describe: (stepName: string) => string;
+  /** Whether it runs nested inside this reactor (compose): checked for cycles. */
+  nested: boolean;
+}
+
+/** One kind of step. `S` is the handler spec it serves. */
+export interface StepKind<S extends HandlerSpec = HandlerSpec> {
+  /**
+   * Invoke the step's body with resolved, validated arguments and normalize what it did into an
+   * outcome (a throw is a Failure), or {@link Suspended} when the run must wait.
+   */
+  invoke(
+    scope: StepScope,
+    step: StepOf<S>,
+    args: Record<string, unknown>,
+    attempt: number,
+  ): Promise<StepOutcome<unknown> | Suspended>;
+  /** Re-entering the step adopts work it started earlier (a fan-out map): not a new attempt. */
+  adopting?(scope: StepScope, step: StepOf<S>): boolean;
+  /**
+   * Clean up after the step's own body failed. Absent: nothing to compensate and nothing is
+   * reported (a composed child has already rolled itself back).
+   */
+  compensate?(
+    scope: StepScope,
+    step: StepOf<S>,
+    error: unknown,
+    args: Record<string, unknown>,
+  ): Promise<RollbackReport>;
+  /** Roll back the step after it had completed. */
+  undo(scope: StepScope, step: StepOf<S>, entry: UndoEntry): Promise<RollbackReport>;
+  /** Whether {@link undo} would do anything (a handler without `undo` has nothing to undo). */
+  hasUndoWork(scope: StepScope, step: StepOf<S>): boolean;
+  /** Definitions declared inside the step (a map's inline element reactor), registered with it. */
+  innerDefinitions?(step: StepOf<S>): ReactorDefinition[];
+  /** Reactors the step runs by name. */
+  linkedReactors?(step: StepOf<S>): LinkedReactor[];
+}
