@@ -1,20 +1,11 @@
-import { createHash } from 'node:crypto';
 import { DefinitionError } from '../errors/definition.error';
-import { findCycle } from '../graph/dependency-graph';
-import { toRetryPolicy, type RetryOptions } from './retry-policy';
-import { contractProperties } from '../validation/contract';
-import type {
-  BackgroundOption,
-  HandlerSpec,
-  MapSpec,
-  ReactorDefinition,
-  ReactorOptions,
-  StepDefinition,
-} from './definition';
-import type { MapResults } from '../map/map-results';
+import type { RetryOptions } from './retry-policy';
+import { finishDefinition, type PendingStep } from './finish-definition';
+import type { HandlerSpec, MapSpec, ReactorDefinition, ReactorOptions } from './definition';
+import type { MapResults } from '../results/map-results';
 import { toInputDefinition, type InputDefinition, type InputSpec } from './input-spec';
-import { Ref, describeSource, type ArgRefs, type ArgSource } from './ref';
-import { getReactorMetadata, type ReactorClass } from './reactor-blueprint';
+import { Ref, type ArgRefs, type ArgSource } from './ref';
+import { getReactorMetadata } from './reactor-metadata';
 import {
   getStepMetadata,
   type DtoClass,
@@ -23,6 +14,27 @@ import {
   type StepContext,
   type StepHandler,
 } from './step';
+
+/**
+ * A reactor declared as a class: `build` wires inputs and steps on the builder and returns the
+ * ref whose value is the run's result (or nothing, for the map of all results).
+ *
+ * ```ts
+ * @Reactor('checkout')
+ * class CheckoutReactor implements ReactorBlueprint<CheckoutInput> {
+ *   build(r: ReactorBuilder<CheckoutInput>) {
+ *     const order = r.input('order', OrderDto);
+ *     return r.step('charge', ChargeCard, { amount: order.path('total') });
+ *   }
+ * }
+ * ```
+ */
+export interface ReactorBlueprint<I = Record<string, unknown>, O = unknown> {
+  build(r: ReactorBuilder<I>): Ref<O> | void;
+}
+
+/** A class implementing {@link ReactorBlueprint}. */
+export type ReactorClass<I = unknown, O = unknown> = new (...deps: never[]) => ReactorBlueprint<I, O>;
 
 /** Options of one use of a step in a reactor. They override the step class's own options. */
 export interface StepUseOptions {
@@ -84,17 +96,6 @@ export type StepImplementation<A, R> = StepClass<A, R> | StepHandler<A, R> | Inl
 /** A child reactor given to {@link ReactorBuilder.compose}: a definition, a `@Reactor` class, or a name. */
 export type ComposeTarget<CI, CO> = ReactorDefinition<CI, CO> | ReactorClass<CI, CO> | string;
 
-interface PendingStep {
-  name: string;
-  handler: HandlerSpec;
-  args: Record<string, ArgSource>;
-  waitFor: Array<Ref<unknown> | string>;
-  retries?: RetryOptions;
-  input?: DtoClass;
-  output?: DtoClass;
-  redact: string[];
-}
-
 /**
  * Wires a reactor: inputs, steps, composed children and the returned ref. Refs carry types, so a
  * step whose arguments are wired to refs of the wrong type does not compile.
@@ -146,6 +147,7 @@ export class ReactorBuilder<I> {
       input: options.input ?? classMeta?.input,
       output: options.output ?? classMeta?.output,
       redact: [...(classMeta?.redact ?? []), ...(options.redact ?? [])],
+      reads: [],
     });
     return new Ref({ kind: 'result', step: name, ops: [] });
   }
@@ -176,6 +178,7 @@ export class ReactorBuilder<I> {
       args: this.toSources(name, args as Record<string, Ref<unknown> | undefined>),
       waitFor: [...(options.waitFor ?? [])],
       redact: [],
+      reads: [],
     });
     return new Ref({ kind: 'result', step: name, ops: [] });
   }
@@ -240,6 +243,7 @@ export class ReactorBuilder<I> {
       args,
       waitFor: [...(options.waitFor ?? [])],
       redact: [],
+      reads: [...Object.values(spec.inputs), ...(typeof spec.source === 'function' ? [] : [spec.source])],
     });
     return new Ref({ kind: 'result', step: name, ops: [] });
   }
@@ -259,133 +263,7 @@ export class ReactorBuilder<I> {
 
   /** @internal Validate and freeze. */
   finish<O>(returned: Ref<O> | void, options: ReactorOptions = {}): ReactorDefinition<I, O> {
-    const names = new Set(this.pending.map((p) => p.name));
-    const steps: StepDefinition[] = this.pending.map((p, index) => {
-      const waitFor = p.waitFor.map((w) => {
-        const target = typeof w === 'string' ? w : w.dependsOn;
-        if (!target)
-          this.fail(
-            `step '${p.name}': waitFor must name a step or be a step's ref (got an input or value ref)`,
-            p.name,
-          );
-        return target;
-      });
-      const sources = [...Object.values(p.args)];
-      if (p.handler.kind === 'map') {
-        sources.push(...Object.values(p.handler.map.inputs));
-        if (typeof p.handler.map.source !== 'function') sources.push(p.handler.map.source);
-      }
-      const reads = sources
-        .map((s) => (s.kind === 'result' ? s.step : undefined))
-        .filter((s): s is string => s !== undefined);
-      for (const dep of [...reads, ...waitFor]) {
-        if (!names.has(dep)) {
-          this.fail(
-            `step '${p.name}' depends on unknown step '${dep}'. Declared steps: ${[...names].join(', ') || '(none)'}`,
-            p.name,
-          );
-        }
-      }
-      const retries = toRetryPolicy(p.retries);
-      if (typeof retries === 'string') this.fail(`step '${p.name}': ${retries}`, p.name);
-      const args = this.autoWire(p);
-      const redactedFromInputs = Object.entries(args)
-        .filter(([, s]) => s.kind === 'input' && this.inputDefs.get(s.name)?.redact)
-        .map(([k]) => k);
-      return Object.freeze({
-        name: p.name,
-        index,
-        handler: p.handler,
-        args: Object.freeze(args),
-        waitFor: Object.freeze(waitFor),
-        dependsOn: Object.freeze([...new Set([...reads, ...waitFor])]),
-        retries,
-        input: p.input,
-        output: p.output,
-        redact: Object.freeze([...new Set([...p.redact, ...redactedFromInputs])]),
-      });
-    });
-
-    const cycle = findCycle(steps);
-    if (cycle) this.fail(`dependency cycle: ${cycle.join(' -> ')}. Remove one of these dependencies`, cycle[0]);
-
-    let returns: ArgSource | undefined;
-    if (returned instanceof Ref) {
-      returns = returned.source;
-      if (returns.kind === 'result' && !names.has(returns.step))
-        this.fail(`the returned ref reads unknown step '${returns.step}'`);
-    } else if (returned !== undefined) {
-      this.fail('build() must return a ref (from r.step, r.input, r.value) or nothing');
-    }
-
-    const maxConcurrency = options.maxConcurrency ?? 8;
-    if (!Number.isInteger(maxConcurrency) || maxConcurrency < 1) {
-      this.fail(`maxConcurrency must be an integer >= 1 (got ${String(options.maxConcurrency)})`);
-    }
-    this.checkBackground(options.background, names);
-
-    const inputs = [...this.inputDefs.values()];
-    const hash = definitionHash(this.reactorName, inputs, steps, returns, options.background);
-    return Object.freeze({
-      name: this.reactorName,
-      inputs: Object.freeze(inputs),
-      steps: Object.freeze(steps),
-      stepsByName: new Map(steps.map((s) => [s.name, s])),
-      returns,
-      maxConcurrency,
-      background: options.background,
-      description: options.description,
-      hash,
-    });
-  }
-
-  private checkBackground(background: BackgroundOption | undefined, names: Set<string>): void {
-    if (!background) return;
-    const keys = Object.keys(background);
-    if (keys.length !== 1 || !['all', 'after', 'before'].includes(keys[0])) {
-      this.fail("background must be exactly one of { all: true }, { after: 'step' } or { before: 'step' }");
-    }
-    if ('all' in background && background.all !== true) this.fail('background.all must be true');
-    const step = 'after' in background ? background.after : 'before' in background ? background.before : undefined;
-    if (step !== undefined && !names.has(step)) {
-      this.fail(
-        `background hand-off names unknown step '${step}'. Declared steps: ${[...names].join(', ') || '(none)'}`,
-      );
-    }
-  }
-
-  /**
-   * A step with an input contract gets each required contract property that `args` does not wire
-   * from the reactor input of the same name (as ruby_reactor does); if there is none, the
-   * definition is invalid. Wiring an argument the contract does not declare is an error too.
-   */
-  private autoWire(p: PendingStep): Record<string, ArgSource> {
-    const args = { ...p.args };
-    if (!p.input) return args;
-    const props = contractProperties(p.input);
-    if (props.length === 0) return args;
-    const declared = new Set(props.map((c) => c.name));
-    for (const key of Object.keys(args)) {
-      if (!declared.has(key)) {
-        this.fail(
-          `step '${p.name}' wires argument '${key}' that its input contract ${p.input.name} does not declare. Declared: ${[...declared].join(', ')}`,
-          p.name,
-        );
-      }
-    }
-    for (const prop of props) {
-      if (prop.optional || prop.name in args) continue;
-      if (this.inputDefs.has(prop.name)) {
-        args[prop.name] = { kind: 'input', name: prop.name, ops: [] };
-        continue;
-      }
-      this.fail(
-        `step '${p.name}' requires input '${prop.name}' (contract ${p.input.name}) but nothing wires it. ` +
-          `Pass it in the step's args, declare a reactor input named '${prop.name}', or mark it @IsOptional()`,
-        p.name,
-      );
-    }
-    return args;
+    return finishDefinition<I, O>(this.reactorName, this.inputDefs, this.pending, returned, options);
   }
 
   private toSources(step: string, args: Record<string, Ref<unknown> | undefined>): Record<string, ArgSource> {
@@ -437,28 +315,6 @@ export class ReactorBuilder<I> {
   private fail(message: string, step?: string): never {
     throw new DefinitionError(`Reactor '${this.reactorName}': ${message}.`, this.reactorName, step);
   }
-}
-
-function definitionHash(
-  name: string,
-  inputs: readonly InputDefinition[],
-  steps: readonly StepDefinition[],
-  returns: ArgSource | undefined,
-  background: BackgroundOption | undefined,
-): string {
-  const shape = {
-    name,
-    inputs: inputs.map((i) => [i.name, i.type, i.dto?.name ?? null, i.optional]),
-    steps: steps.map((s) => [
-      s.name,
-      s.handler.name,
-      Object.entries(s.args).map(([k, v]) => [k, describeSource(v)]),
-      s.waitFor,
-    ]),
-    returns: returns ? describeSource(returns) : null,
-    background: background ?? null,
-  };
-  return createHash('sha256').update(JSON.stringify(shape)).digest('hex').slice(0, 16);
 }
 
 /**

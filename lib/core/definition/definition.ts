@@ -1,7 +1,7 @@
 import type { ArgSource } from './ref';
 import type { InputDefinition } from './input-spec';
 import type { DtoClass, StepClass, StepContext, StepHandler } from './step';
-import type { MapResults } from '../map/map-results';
+import type { MapResults } from '../results/map-results';
 import type { RetryPolicy } from './retry-policy';
 
 /** How a step's handler is found at run time. */

@@ -3,7 +3,7 @@ import type { MapSpec, StepDefinition } from '../definition/definition';
 import { ArgumentResolutionError } from '../errors/argument-resolution.error';
 import { InternalError } from '../errors/internal.error';
 import { mapIdOf } from '../model/keys';
-import type { MapRecord } from '../model/map';
+import type { MapRecord } from '../model/run-state';
 import { Failure, Halt, type StepOutcome } from '../results/step-outcome';
 import { Suspended } from '../results/suspension';
 import type { MapHost } from './map-host';

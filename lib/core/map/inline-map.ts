@@ -1,7 +1,8 @@
 /** Inline maps: elements run in this process, `concurrency` at a time, pulling the source lazily. */
 import type { MapSpec, StepDefinition } from '../definition/definition';
 import { elementRunId, mapIdOf } from '../model/keys';
-import type { ElementRecord, MapRecord } from '../model/map';
+import type { ElementRecord } from '../model/map';
+import type { MapRecord } from '../model/run-state';
 import { newRunState, type RunState } from '../model/run-state';
 import { Halt, type StepOutcome } from '../results/step-outcome';
 import { describeFieldErrors, validateReactorInputs } from '../validation/validate';

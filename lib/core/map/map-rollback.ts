@@ -4,7 +4,7 @@
  * until every element has reported, and returns the failures once they all have.
  */
 import type { RollbackFailure } from '../model/failure';
-import type { MapRecord } from '../model/map';
+import type { MapRecord } from '../model/run-state';
 import type { MapStore } from '../ports/map-store.port';
 import { Failure } from '../results/step-outcome';
 import { RollbackSuspended } from '../results/suspension';

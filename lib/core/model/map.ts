@@ -1,16 +1,4 @@
 import type { RunFailure, RollbackFailure } from './failure';
-import type { RunState } from './run-state';
-
-/** The record kept in the run's state for a map step. */
-export interface MapRecord {
-  mapId: string;
-  mode: 'inline' | 'fanOut';
-  total?: number;
-  /** Inline: final states of completed elements that have something to undo, by index. */
-  elements?: Record<string, RunState>;
-  /** Inline with `undoAll`: values of completed elements, by index. */
-  values?: Record<string, unknown>;
-}
 
 /** What recovery needs to know about a fan-out map; written once when the map is dispatched. */
 export interface MapMeta {

@@ -1,5 +1,4 @@
 import type { RollbackFailure, RunFailure } from './failure';
-import type { MapRecord } from './map';
 
 /** Version of the stored run format. A record with another version is refused, not guessed at. */
 export const RUN_STATE_SCHEMA_VERSION = 1;
@@ -37,6 +36,17 @@ export interface UndoEntry {
   step: string;
   args: Record<string, unknown>;
   result: unknown;
+}
+
+/** The record kept in the run's state for a map step. */
+export interface MapRecord {
+  mapId: string;
+  mode: 'inline' | 'fanOut';
+  total?: number;
+  /** Inline: final states of completed elements that have something to undo, by index. */
+  elements?: Record<string, RunState>;
+  /** Inline with `undoAll`: values of completed elements, by index. */
+  values?: Record<string, unknown>;
 }
 
 /**

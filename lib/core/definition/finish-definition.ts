@@ -1,0 +1,186 @@
+import { createHash } from 'node:crypto';
+import { DefinitionError } from '../errors/definition.error';
+import { findCycle } from '../graph/dependency-graph';
+import { contractProperties } from '../validation/contract';
+import type { BackgroundOption, HandlerSpec, ReactorDefinition, ReactorOptions, StepDefinition } from './definition';
+import type { InputDefinition } from './input-spec';
+import { Ref, describeSource, type ArgSource } from './ref';
+import { toRetryPolicy, type RetryOptions } from './retry-policy';
+import type { DtoClass } from './step';
+
+type Fail = (message: string, step?: string) => never;
+
+/** A step as declared on the builder, before validation. */
+export interface PendingStep {
+  name: string;
+  handler: HandlerSpec;
+  args: Record<string, ArgSource>;
+  waitFor: Array<Ref<unknown> | string>;
+  retries?: RetryOptions;
+  input?: DtoClass;
+  output?: DtoClass;
+  redact: string[];
+  /** Sources the step reads besides its args (a map's source and element inputs). */
+  reads: ArgSource[];
+}
+
+/**
+ * Validate a reactor's wiring and freeze it into a {@link ReactorDefinition}: dependencies name
+ * declared steps, no cycles, retry policies and options are valid, input contracts are wired
+ * (auto-wired from same-named inputs), and the definition gets its stable hash.
+ */
+export function finishDefinition<I, O>(
+  reactorName: string,
+  inputDefs: ReadonlyMap<string, InputDefinition>,
+  pending: readonly PendingStep[],
+  returned: Ref<O> | void,
+  options: ReactorOptions = {},
+): ReactorDefinition<I, O> {
+  const fail: Fail = (message, step) => {
+    throw new DefinitionError(`Reactor '${reactorName}': ${message}.`, reactorName, step);
+  };
+  const names = new Set(pending.map((p) => p.name));
+  const steps: StepDefinition[] = pending.map((p, index) => {
+    const waitFor = p.waitFor.map((w) => {
+      const target = typeof w === 'string' ? w : w.dependsOn;
+      if (!target)
+        fail(`step '${p.name}': waitFor must name a step or be a step's ref (got an input or value ref)`, p.name);
+      return target;
+    });
+    const sources = [...Object.values(p.args), ...p.reads];
+    const reads = sources
+      .map((s) => (s.kind === 'result' ? s.step : undefined))
+      .filter((s): s is string => s !== undefined);
+    for (const dep of [...reads, ...waitFor]) {
+      if (!names.has(dep)) {
+        fail(
+          `step '${p.name}' depends on unknown step '${dep}'. Declared steps: ${[...names].join(', ') || '(none)'}`,
+          p.name,
+        );
+      }
+    }
+    const retries = toRetryPolicy(p.retries);
+    if (typeof retries === 'string') fail(`step '${p.name}': ${retries}`, p.name);
+    const args = autoWire(p, inputDefs, fail);
+    const redactedFromInputs = Object.entries(args)
+      .filter(([, s]) => s.kind === 'input' && inputDefs.get(s.name)?.redact)
+      .map(([k]) => k);
+    return Object.freeze({
+      name: p.name,
+      index,
+      handler: p.handler,
+      args: Object.freeze(args),
+      waitFor: Object.freeze(waitFor),
+      dependsOn: Object.freeze([...new Set([...reads, ...waitFor])]),
+      retries,
+      input: p.input,
+      output: p.output,
+      redact: Object.freeze([...new Set([...p.redact, ...redactedFromInputs])]),
+    });
+  });
+
+  const cycle = findCycle(steps);
+  if (cycle) fail(`dependency cycle: ${cycle.join(' -> ')}. Remove one of these dependencies`, cycle[0]);
+
+  let returns: ArgSource | undefined;
+  if (returned instanceof Ref) {
+    returns = returned.source;
+    if (returns.kind === 'result' && !names.has(returns.step))
+      fail(`the returned ref reads unknown step '${returns.step}'`);
+  } else if (returned !== undefined) {
+    fail('build() must return a ref (from r.step, r.input, r.value) or nothing');
+  }
+
+  const maxConcurrency = options.maxConcurrency ?? 8;
+  if (!Number.isInteger(maxConcurrency) || maxConcurrency < 1) {
+    fail(`maxConcurrency must be an integer >= 1 (got ${String(options.maxConcurrency)})`);
+  }
+  checkBackground(options.background, names, fail);
+
+  const inputs = [...inputDefs.values()];
+  const hash = definitionHash(reactorName, inputs, steps, returns, options.background);
+  return Object.freeze({
+    name: reactorName,
+    inputs: Object.freeze(inputs),
+    steps: Object.freeze(steps),
+    stepsByName: new Map(steps.map((s) => [s.name, s])),
+    returns,
+    maxConcurrency,
+    background: options.background,
+    description: options.description,
+    hash,
+  });
+}
+
+function checkBackground(background: BackgroundOption | undefined, names: Set<string>, fail: Fail): void {
+  if (!background) return;
+  const keys = Object.keys(background);
+  if (keys.length !== 1 || !['all', 'after', 'before'].includes(keys[0])) {
+    fail("background must be exactly one of { all: true }, { after: 'step' } or { before: 'step' }");
+  }
+  if ('all' in background && background.all !== true) fail('background.all must be true');
+  const step = 'after' in background ? background.after : 'before' in background ? background.before : undefined;
+  if (step !== undefined && !names.has(step)) {
+    fail(`background hand-off names unknown step '${step}'. Declared steps: ${[...names].join(', ') || '(none)'}`);
+  }
+}
+
+/**
+ * A step with an input contract gets each required contract property that `args` does not wire
+ * from the reactor input of the same name (as ruby_reactor does); if there is none, the
+ * definition is invalid. Wiring an argument the contract does not declare is an error too.
+ */
+function autoWire(
+  p: PendingStep,
+  inputDefs: ReadonlyMap<string, InputDefinition>,
+  fail: Fail,
+): Record<string, ArgSource> {
+  const args = { ...p.args };
+  if (!p.input) return args;
+  const props = contractProperties(p.input);
+  if (props.length === 0) return args;
+  const declared = new Set(props.map((c) => c.name));
+  for (const key of Object.keys(args)) {
+    if (!declared.has(key)) {
+      fail(
+        `step '${p.name}' wires argument '${key}' that its input contract ${p.input.name} does not declare. Declared: ${[...declared].join(', ')}`,
+        p.name,
+      );
+    }
+  }
+  for (const prop of props) {
+    if (prop.optional || prop.name in args) continue;
+    if (inputDefs.has(prop.name)) {
+      args[prop.name] = { kind: 'input', name: prop.name, ops: [] };
+      continue;
+    }
+    fail(
+      `step '${p.name}' requires input '${prop.name}' (contract ${p.input.name}) but nothing wires it. ` +
+        `Pass it in the step's args, declare a reactor input named '${prop.name}', or mark it @IsOptional()`,
+      p.name,
+    );
+  }
+  return args;
+}
+
+function definitionHash(
+  name: string,
+  inputs: readonly InputDefinition[],
+  steps: readonly StepDefinition[],
+  returns: ArgSource | undefined,
+  background: BackgroundOption | undefined,
+): string {
+  const shape = {
+    name,
+    inputs: inputs.map((i) => [i.name, i.type, i.dto?.name ?? null, i.optional]),
+    steps: steps.map((s) => [
+      s.name,
+      s.handler.name,
+      Object.entries(s.args).map(([k, v]) => [k, describeSource(v)]),
+      s.waitFor,
+    ]),
+    returns: returns ? describeSource(returns) : null,
+    background: background ?? null,
+  };
+  return createHash('sha256').update(JSON.stringify(shape)).digest('hex').slice(0, 16);
+}
