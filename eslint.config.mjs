@@ -59,6 +59,11 @@ export default defineConfig(
   },
   ...coreBoundary,
   {
+    // Node ES module scripts such as tools/check-import-cycles.mjs.
+    files: ['tools/**/*.mjs'],
+    languageOptions: { sourceType: 'module', globals: { console: 'readonly', process: 'readonly' } },
+  },
+  {
     // Plain CommonJS config files such as jest.config.js (no `globals` package dependency needed).
     files: ['**/*.js', '**/*.cjs'],
     languageOptions: {
