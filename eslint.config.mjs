@@ -4,6 +4,32 @@ import js from '@eslint/js';
 import { defineConfig } from 'eslint/config';
 import tseslint from 'typescript-eslint';
 
+// lib/core is the Nest-free engine: no Nest, BullMQ or Redis client, and no relative import that
+// climbs out of lib/core (only lib/core/ports talks to the world). Whether a relative path leaves
+// lib/core depends on how deep the importing file sits, so there is one config block per depth:
+// from lib/core/engine.ts `../nest/x` leaves core; from lib/core/map/a.ts `../model/x` stays in core
+// and `../../nest/x` leaves it; and so on. A path that climbs out and comes straight back in
+// (`../../core/...`) is allowed. Value and type-only imports and re-exports (`export ... from`) are
+// restricted; dynamic `import()`, `require()` and `import('x').T` types are not (lib/core has none).
+const CORE_BOUNDARY_MESSAGE =
+  'lib/core is the Nest-free engine (DESIGN.md non-negotiable 1): talk to the world through lib/core/ports';
+const CORE_MAX_DEPTH = 8; // folders below lib/core; deeper files would get no rule, so keep this generous
+const coreBoundary = Array.from({ length: CORE_MAX_DEPTH + 1 }, (_, depth) => ({
+  files: [['lib/core', ...Array(depth).fill('*'), '*.ts'].join('/')],
+  rules: {
+    '@typescript-eslint/no-restricted-imports': [
+      'error',
+      {
+        patterns: [
+          { regex: '^(@nestjs|bullmq|ioredis)(/|$)', message: CORE_BOUNDARY_MESSAGE },
+          // depth + 1 `..` segments (optionally after `./`) reach lib/ or above; re-entering lib/core is fine.
+          { regex: `^(\\./)?(\\.\\.(/|$)){${depth + 1}}(?!core(/|$))`, message: CORE_BOUNDARY_MESSAGE },
+        ],
+      },
+    ],
+  },
+}));
+
 export default defineConfig(
   {
     ignores: ['dist/', 'node_modules/', '.sample-build/', '.bench-build/', 'coverage/'],
@@ -30,6 +56,12 @@ export default defineConfig(
   {
     files: ['test/**/*.ts', 'bench/**/*.ts'],
     rules: { '@typescript-eslint/no-explicit-any': 'off' },
+  },
+  ...coreBoundary,
+  {
+    // Node ES module scripts such as tools/check-import-cycles.mjs.
+    files: ['tools/**/*.mjs'],
+    languageOptions: { sourceType: 'module', globals: { console: 'readonly', process: 'readonly' } },
   },
   {
     // Plain CommonJS config files such as jest.config.js (no `globals` package dependency needed).
