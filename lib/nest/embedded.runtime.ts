@@ -6,8 +6,7 @@ import { createMemoryAdapters } from '../storage/memory/create-memory-adapters';
 import type { MemoryLockManager } from '../storage/memory/memory-lock.manager';
 import type { MemoryMapStore } from '../storage/memory/memory-map.store';
 import type { MemoryReactorStorage } from '../storage/memory/memory-reactor.storage';
-import type { ReactorRuntime } from './reactor-runtime.interface';
-import { messages } from './reactor.messages';
+import { type ReactorRuntime, messages } from '../config';
 
 /**
  * The embedded runtime: in-memory storage and locks sharing one lease table, and an in-process

@@ -1,13 +1,13 @@
 import { systemClock, type Clock } from '../core/ports/clock.port';
 import type { ReactorMiddleware } from '../core/middleware/events';
 import { describeValidSweepIntervals, sweepCronExpression } from '../sweepers/sweep-schedule';
-import type {
-  ReactorModuleOptions,
-  ReactorRedisOptions,
-  ReactorRuntimeKind,
-  ResolvedReactorModuleOptions,
-} from './reactor-module-options.interface';
-import { messages } from './reactor.messages';
+import {
+  type ReactorModuleOptions,
+  type ReactorRedisOptions,
+  type ReactorRuntimeKind,
+  type ResolvedReactorModuleOptions,
+  messages,
+} from '../config';
 
 /** Defaults of {@link ReactorModuleOptions}, in one place. */
 export const REACTOR_MODULE_DEFAULTS = Object.freeze({

@@ -5,9 +5,10 @@ import type { Clock } from '../core/ports/clock.port';
 import { REACTOR_QUEUE_NAME } from '../queue/queue.constants';
 import { RedisReactorRuntime } from '../queue/redis.runtime';
 import { EmbeddedReactorRuntime } from './embedded.runtime';
-import type { ReactorRuntimeKind, ResolvedReactorModuleOptions } from './reactor-module-options.interface';
-import type { ReactorRuntime } from './reactor-runtime.interface';
 import {
+  type ReactorRuntimeKind,
+  type ResolvedReactorModuleOptions,
+  type ReactorRuntime,
   REACTOR_CLOCK,
   REACTOR_DISPATCHER,
   REACTOR_LOCKS,
@@ -15,8 +16,8 @@ import {
   REACTOR_OPTIONS,
   REACTOR_RUNTIME,
   REACTOR_STORAGE,
-} from './reactor.constants';
-import { messages } from './reactor.messages';
+  messages,
+} from '../config';
 
 /**
  * Build the runtime the options ask for: with `redis`, the Redis runtime on the module's BullMQ

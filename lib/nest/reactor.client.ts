@@ -6,7 +6,7 @@ import { ReactorError } from '../core/errors/reactor.error';
 import type { RunOutcome } from '../core/results/run-outcome';
 import { ReactorSweeper, type SweepResult } from '../sweepers/reactor.sweeper';
 import { ReactorRegistry } from './reactor.registry';
-import { messages } from './reactor.messages';
+import { messages } from '../config';
 
 /** Options of {@link ReactorClient.wait}. */
 export interface WaitOptions {

@@ -1,6 +1,6 @@
 import type { ReactorOptions } from '../core/definition/definition';
 import { defineReactorMetadata } from '../core/definition/reactor-blueprint';
-import { messages } from './reactor.messages';
+import { messages } from '../config';
 import { markInjectable } from './mark-injectable';
 
 /**

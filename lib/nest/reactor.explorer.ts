@@ -12,7 +12,7 @@ import { getStepMetadata } from '../core/definition/step';
 import { ReactorEngine } from '../core/engine';
 import { DefinitionError } from '../core/errors/definition.error';
 import { ReactorRegistry } from './reactor.registry';
-import { messages } from './reactor.messages';
+import { messages } from '../config';
 
 type Class = abstract new (...args: never[]) => unknown;
 

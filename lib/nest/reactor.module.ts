@@ -5,16 +5,10 @@ import { reactorQueueImports } from '../queue/reactor-queue.imports';
 import { RunProcessor } from '../queue/run.processor';
 import { ReactorSweeper } from '../sweepers/reactor.sweeper';
 import { SweeperScheduler } from '../sweepers/sweeper.scheduler';
-import type {
-  ReactorModuleAsyncOptions,
-  ReactorModuleOptions,
-  ReactorRuntimeKind,
-} from './reactor-module-options.interface';
-import { resolveReactorModuleOptions, resolveRuntimeKind, runtimeKindOf } from './reactor-module.options';
-import { reactorEngineProvider } from './reactor-engine.provider';
-import { reactorRuntimeProviders } from './reactor-runtime.providers';
-import { ReactorClient } from './reactor.client';
 import {
+  type ReactorModuleAsyncOptions,
+  type ReactorModuleOptions,
+  type ReactorRuntimeKind,
   REACTOR_CLOCK,
   REACTOR_DISPATCHER,
   REACTOR_LOCKS,
@@ -22,11 +16,15 @@ import {
   REACTOR_OPTIONS,
   REACTOR_RUNTIME,
   REACTOR_STORAGE,
-} from './reactor.constants';
+  messages,
+} from '../config';
+import { resolveReactorModuleOptions, resolveRuntimeKind, runtimeKindOf } from './reactor-module.options';
+import { reactorEngineProvider } from './reactor-engine.provider';
+import { reactorRuntimeProviders } from './reactor-runtime.providers';
+import { ReactorClient } from './reactor.client';
 import { ReactorExplorer } from './reactor.explorer';
 import { ReactorLifecycle } from './reactor.lifecycle';
 import { ReactorRegistry } from './reactor.registry';
-import { messages } from './reactor.messages';
 
 const EXPORTS = [ReactorClient, REACTOR_RUNTIME, REACTOR_STORAGE, REACTOR_LOCKS, REACTOR_DISPATCHER, REACTOR_CLOCK];
 

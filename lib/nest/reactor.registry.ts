@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { StepResolver } from '../core/ports/step-resolver.port';
-import { messages } from './reactor.messages';
+import { messages } from '../config';
 
 type Class = abstract new (...args: never[]) => unknown;
 

@@ -1,6 +1,6 @@
 import { defineStepMetadata, type StepOptions } from '../core/definition/step';
 import { markInjectable } from './mark-injectable';
-import { messages } from './reactor.messages';
+import { messages } from '../config';
 
 /**
  * Declare an injectable step class under a stable `name`. The class is an ordinary Nest provider

@@ -2,7 +2,6 @@ export * from './in-process-job.dispatcher';
 export { BullMqJobDispatcher, type BullMqJobDispatcherOptions } from './bullmq-job.dispatcher';
 export { RunProcessor, JOB_RETRIES_EXHAUSTED, type RunWorkerState } from './run.processor';
 export { RedisReactorRuntime } from './redis.runtime';
-export type { ReactorWorkerHost } from './reactor-worker-host.interface';
 export { reactorQueueImports, bullMqQueueOptions, ReactorBullConfigModule } from './reactor-queue.imports';
 export {
   REACTOR_QUEUE_NAME,

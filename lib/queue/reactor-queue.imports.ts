@@ -1,8 +1,7 @@
 import { BullModule, getSharedConfigToken } from '@nestjs/bullmq';
 import { Module, type DynamicModule } from '@nestjs/common';
 import type { ConnectionOptions, QueueOptions } from 'bullmq';
-import type { ResolvedReactorModuleOptions } from '../nest/reactor-module-options.interface';
-import { REACTOR_OPTIONS } from '../nest/reactor.constants';
+import { type ResolvedReactorModuleOptions, REACTOR_OPTIONS } from '../config';
 import { bullMqPrefix, REACTOR_BULL_CONFIG_KEY, REACTOR_QUEUE_NAME } from './queue.constants';
 
 /**

@@ -2,9 +2,7 @@ import type { LoggerService } from '@nestjs/common';
 import type { Queue } from 'bullmq';
 import Redis from 'ioredis';
 import type { JobHandler } from '../core/ports/job-dispatcher.port';
-import type { ResolvedReactorModuleOptions } from '../nest/reactor-module-options.interface';
-import type { ReactorRuntime } from '../nest/reactor-runtime.interface';
-import { messages } from '../nest/reactor.messages';
+import { type ResolvedReactorModuleOptions, type ReactorRuntime, messages, type ReactorWorkerHost } from '../config';
 import { RedisKeys } from '../storage/redis/redis.keys';
 import { RedisLockManager } from '../storage/redis/redis-lock.manager';
 import { RedisMapStore } from '../storage/redis/redis-map.store';
@@ -12,7 +10,6 @@ import { RedisReactorStorage } from '../storage/redis/redis-reactor.storage';
 import type { RedisConnection } from '../storage/redis/redis-scripts';
 import { BullMqJobDispatcher } from './bullmq-job.dispatcher';
 import { bullMqPrefix, REACTOR_QUEUE_NAME } from './queue.constants';
-import type { ReactorWorkerHost } from './reactor-worker-host.interface';
 
 /**
  * The Redis runtime: {@link RedisReactorStorage} and {@link RedisLockManager} on one ioredis

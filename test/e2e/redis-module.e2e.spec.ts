@@ -4,7 +4,7 @@ import { Test } from '@nestjs/testing';
 import type { Job, Queue } from 'bullmq';
 import { ReactorEngine } from '../../lib/core/engine';
 import { ReactorClient } from '../../lib/nest/reactor.client';
-import { REACTOR_OPTIONS, REACTOR_RUNTIME } from '../../lib/nest/reactor.constants';
+import { REACTOR_OPTIONS, REACTOR_RUNTIME } from '../../lib/config/reactor.constants';
 import { ReactorModule } from '../../lib/nest/reactor.module';
 import { bullMqPrefix, REACTOR_QUEUE_NAME } from '../../lib/queue/queue.constants';
 import type { RedisReactorRuntime } from '../../lib/queue/redis.runtime';

@@ -1,5 +1,5 @@
 import type Redis from 'ioredis';
-import { REACTOR_RUNTIME } from '../../lib/nest/reactor.constants';
+import { REACTOR_RUNTIME } from '../../lib/config/reactor.constants';
 import { ReactorModule } from '../../lib/nest/reactor.module';
 import type { RedisReactorRuntime } from '../../lib/queue/redis.runtime';
 import { RunProcessor } from '../../lib/queue/run.processor';
