@@ -19,4 +19,3 @@ export { Reactor } from './reactor.decorator';
 export { ReactorModule } from './reactor.module';
 export { ReactorClient, type WaitOptions } from './reactor.client';
 export { REACTOR_MODULE_DEFAULTS, resolveReactorModuleOptions } from './reactor-module.options';
-export { EmbeddedReactorRuntime } from './embedded.runtime';

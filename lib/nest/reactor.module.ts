@@ -3,6 +3,7 @@ import { Module, type DynamicModule, type Provider } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
 import { reactorQueueImports } from '../queue/reactor-queue.imports';
 import { RunProcessor } from '../queue/run.processor';
+import { reactorRuntimeProviders } from '../runtime/reactor-runtime.providers';
 import { ReactorSweeper } from '../sweepers/reactor.sweeper';
 import { SweeperScheduler } from '../sweepers/sweeper.scheduler';
 import {
@@ -20,7 +21,6 @@ import {
 } from '../config';
 import { resolveReactorModuleOptions, resolveRuntimeKind, runtimeKindOf } from './reactor-module.options';
 import { reactorEngineProvider } from './reactor-engine.provider';
-import { reactorRuntimeProviders } from './reactor-runtime.providers';
 import { ReactorClient } from './reactor.client';
 import { ReactorExplorer } from './reactor.explorer';
 import { ReactorLifecycle } from './reactor.lifecycle';

@@ -11,7 +11,7 @@ import type { ReactorModuleOptions } from '../../lib/config/reactor-module-optio
 import { REACTOR_RUNTIME } from '../../lib/config/reactor.constants';
 import { ReactorClient } from '../../lib/nest/reactor.client';
 import { ReactorModule } from '../../lib/nest/reactor.module';
-import type { RedisReactorRuntime } from '../../lib/queue/redis.runtime';
+import type { RedisReactorRuntime } from '../../lib/runtime/redis.runtime';
 import { CapturingLogger } from '../nest/fixtures';
 import { redisUrl } from '../setup/redis';
 import { ChaosFixturesModule, ChaosKeys, type ChaosConfig } from './chaos.fixtures';

@@ -7,7 +7,7 @@ import { ReactorClient } from '../../lib/nest/reactor.client';
 import { REACTOR_OPTIONS, REACTOR_RUNTIME } from '../../lib/config/reactor.constants';
 import { ReactorModule } from '../../lib/nest/reactor.module';
 import { bullMqPrefix, REACTOR_QUEUE_NAME } from '../../lib/queue/queue.constants';
-import type { RedisReactorRuntime } from '../../lib/queue/redis.runtime';
+import type { RedisReactorRuntime } from '../../lib/runtime/redis.runtime';
 import { CapturingLogger } from '../nest/fixtures';
 import { cleanupPrefix, redisUrl } from '../setup/redis';
 import { BackgroundAllReactor, createRedisApp, pollUntil, useRedisPrefixes } from './e2e.fixtures';

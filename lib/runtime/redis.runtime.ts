@@ -8,8 +8,8 @@ import { RedisLockManager } from '../storage/redis/redis-lock.manager';
 import { RedisMapStore } from '../storage/redis/redis-map.store';
 import { RedisReactorStorage } from '../storage/redis/redis-reactor.storage';
 import type { RedisConnection } from '../storage/redis/redis-scripts';
-import { BullMqJobDispatcher } from './bullmq-job.dispatcher';
-import { bullMqPrefix, REACTOR_QUEUE_NAME } from './queue.constants';
+import { BullMqJobDispatcher } from '../queue/bullmq-job.dispatcher';
+import { bullMqPrefix, REACTOR_QUEUE_NAME } from '../queue/queue.constants';
 
 /**
  * The Redis runtime: {@link RedisReactorStorage} and {@link RedisLockManager} on one ioredis

@@ -3,7 +3,7 @@ import { Logger, type Provider } from '@nestjs/common';
 import type { Queue } from 'bullmq';
 import type { Clock } from '../core/ports/clock.port';
 import { REACTOR_QUEUE_NAME } from '../queue/queue.constants';
-import { RedisReactorRuntime } from '../queue/redis.runtime';
+import { RedisReactorRuntime } from './redis.runtime';
 import { EmbeddedReactorRuntime } from './embedded.runtime';
 import {
   type ReactorRuntimeKind,

@@ -1,7 +1,7 @@
 import type { LoggerService } from '@nestjs/common';
 import type { Clock } from '../core/ports/clock.port';
 import type { JobHandler } from '../core/ports/job-dispatcher.port';
-import { InProcessJobDispatcher } from '../queue/in-process-job.dispatcher';
+import { InProcessJobDispatcher } from './in-process-job.dispatcher';
 import { createMemoryAdapters } from '../storage/memory/create-memory-adapters';
 import type { MemoryLockManager } from '../storage/memory/memory-lock.manager';
 import type { MemoryMapStore } from '../storage/memory/memory-map.store';
