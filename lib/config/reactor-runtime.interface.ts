@@ -1,7 +1,4 @@
-import type { JobDispatcher, JobHandler } from '../core/ports/job-dispatcher.port';
-import type { LockManager } from '../core/ports/lock-manager.port';
-import type { MapStore } from '../core/ports/map-store.port';
-import type { ReactorStorage } from '../core/ports/reactor-storage.port';
+import type { JobDispatcher, JobHandler, LockManager, MapStore, ReactorStorage } from '../core';
 import type { ReactorWorkerHost } from './reactor-worker-host.interface';
 
 /**

@@ -1,9 +1,12 @@
 import { Logger, type LoggerService, type Provider } from '@nestjs/common';
-import { ReactorEngine, type EngineLogger } from '../core/engine';
-import type { Clock } from '../core/ports/clock.port';
-import type { JobDispatcher } from '../core/ports/job-dispatcher.port';
-import type { LockManager } from '../core/ports/lock-manager.port';
-import type { ReactorStorage } from '../core/ports/reactor-storage.port';
+import {
+  ReactorEngine,
+  type EngineLogger,
+  type Clock,
+  type JobDispatcher,
+  type LockManager,
+  type ReactorStorage,
+} from '../core';
 import {
   type ResolvedReactorModuleOptions,
   REACTOR_CLOCK,

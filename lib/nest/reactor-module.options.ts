@@ -1,5 +1,4 @@
-import { systemClock, type Clock } from '../core/ports/clock.port';
-import type { ReactorMiddleware } from '../core/middleware/events';
+import { systemClock, type Clock, type ReactorMiddleware } from '../core';
 import { describeValidSweepIntervals, sweepCronExpression } from '../sweepers/sweep-schedule';
 import {
   type ReactorModuleOptions,

@@ -1,9 +1,15 @@
 import { Injectable } from '@nestjs/common';
-import type { ReactorClass, ReactorInputOf, ReactorOutputOf } from '../core/definition/reactor-blueprint';
-import { getReactorMetadata } from '../core/definition/reactor-blueprint';
-import { ReactorEngine, type RunOptions, type RunView } from '../core/engine';
-import { ReactorError } from '../core/errors/reactor.error';
-import type { RunOutcome } from '../core/results/run-outcome';
+import {
+  type ReactorClass,
+  type ReactorInputOf,
+  type ReactorOutputOf,
+  getReactorMetadata,
+  ReactorEngine,
+  type RunOptions,
+  type RunView,
+  ReactorError,
+  type RunOutcome,
+} from '../core';
 import { ReactorSweeper, type SweepResult } from '../sweepers/reactor.sweeper';
 import { ReactorRegistry } from './reactor.registry';
 import { messages } from '../config';

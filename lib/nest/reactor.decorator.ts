@@ -1,5 +1,4 @@
-import type { ReactorOptions } from '../core/definition/definition';
-import { defineReactorMetadata } from '../core/definition/reactor-blueprint';
+import { type ReactorOptions, defineReactorMetadata } from '../core';
 import { messages } from '../config';
 import { markInjectable } from './mark-injectable';
 

@@ -1,16 +1,17 @@
 import { Injectable, Scope, type OnModuleInit } from '@nestjs/common';
 import { DiscoveryService } from '@nestjs/core';
 import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper';
-import { defineReactor, type ReactorBuilder } from '../core/definition/builder';
-import type { ReactorDefinition } from '../core/definition/definition';
 import {
+  defineReactor,
+  type ReactorBuilder,
+  type ReactorDefinition,
   getReactorMetadata,
   type ReactorBlueprint,
   type ReactorClassMetadata,
-} from '../core/definition/reactor-blueprint';
-import { getStepMetadata } from '../core/definition/step';
-import { ReactorEngine } from '../core/engine';
-import { DefinitionError } from '../core/errors/definition.error';
+  getStepMetadata,
+  ReactorEngine,
+  DefinitionError,
+} from '../core';
 import { ReactorRegistry } from './reactor.registry';
 import { messages } from '../config';
 

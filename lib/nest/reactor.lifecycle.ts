@@ -7,7 +7,7 @@ import {
   type OnApplicationBootstrap,
   type OnApplicationShutdown,
 } from '@nestjs/common';
-import { ReactorEngine } from '../core/engine';
+import { ReactorEngine } from '../core';
 import { SweeperScheduler } from '../sweepers/sweeper.scheduler';
 import { type ReactorRuntime, REACTOR_LOGGER_CONTEXT, REACTOR_RUNTIME, messages } from '../config';
 

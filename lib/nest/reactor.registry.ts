@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import type { StepResolver } from '../core/ports/step-resolver.port';
+import type { StepResolver } from '../core';
 import { messages } from '../config';
 
 type Class = abstract new (...args: never[]) => unknown;

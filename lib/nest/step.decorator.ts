@@ -1,4 +1,4 @@
-import { defineStepMetadata, type StepOptions } from '../core/definition/step';
+import { defineStepMetadata, type StepOptions } from '../core';
 import { markInjectable } from './mark-injectable';
 import { messages } from '../config';
 

@@ -1,8 +1,7 @@
 import { OnWorkerEvent, Processor, WorkerHost } from '@nestjs/bullmq';
 import { Inject, Logger } from '@nestjs/common';
 import type { Job, Worker } from 'bullmq';
-import { ReactorEngine } from '../core/engine';
-import type { JobHandler, ReactorJob } from '../core/ports/job-dispatcher.port';
+import { ReactorEngine, type JobHandler, type ReactorJob } from '../core';
 import {
   type ResolvedReactorModuleOptions,
   type ReactorRuntime,

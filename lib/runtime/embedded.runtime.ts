@@ -1,6 +1,5 @@
 import type { LoggerService } from '@nestjs/common';
-import type { Clock } from '../core/ports/clock.port';
-import type { JobHandler } from '../core/ports/job-dispatcher.port';
+import type { Clock, JobHandler } from '../core';
 import { InProcessJobDispatcher } from './in-process-job.dispatcher';
 import { createMemoryAdapters } from '../storage/memory/create-memory-adapters';
 import type { MemoryLockManager } from '../storage/memory/memory-lock.manager';

@@ -1,7 +1,7 @@
 import { getQueueToken } from '@nestjs/bullmq';
 import { Logger, type Provider } from '@nestjs/common';
 import type { Queue } from 'bullmq';
-import type { Clock } from '../core/ports/clock.port';
+import type { Clock } from '../core';
 import { REACTOR_QUEUE_NAME } from '../queue/queue.constants';
 import { RedisReactorRuntime } from './redis.runtime';
 import { EmbeddedReactorRuntime } from './embedded.runtime';

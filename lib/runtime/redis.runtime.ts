@@ -1,7 +1,7 @@
 import type { LoggerService } from '@nestjs/common';
 import type { Queue } from 'bullmq';
 import Redis from 'ioredis';
-import type { JobHandler } from '../core/ports/job-dispatcher.port';
+import type { JobHandler } from '../core';
 import { type ResolvedReactorModuleOptions, type ReactorRuntime, messages, type ReactorWorkerHost } from '../config';
 import { RedisKeys } from '../storage/redis/redis.keys';
 import { RedisLockManager } from '../storage/redis/redis-lock.manager';

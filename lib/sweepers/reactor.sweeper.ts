@@ -1,5 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { ReactorEngine } from '../core/engine';
+import { ReactorEngine } from '../core';
 import { type ResolvedReactorModuleOptions, REACTOR_OPTIONS } from '../config';
 
 /** Runs at most this many stalled runs per sweep (the oldest updates first). */

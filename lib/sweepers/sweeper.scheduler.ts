@@ -1,7 +1,6 @@
 import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
 import { Cron, SchedulerRegistry } from '@nestjs/schedule';
-import type { Clock } from '../core/ports/clock.port';
-import type { LockManager } from '../core/ports/lock-manager.port';
+import type { Clock, LockManager } from '../core';
 import {
   type ResolvedReactorModuleOptions,
   REACTOR_CLOCK,

@@ -1,4 +1,4 @@
-import { ReactorEngine, type ReactorEngineOptions } from '../core/engine';
+import { ReactorEngine, type ReactorEngineOptions } from '../core';
 import { InProcessJobDispatcher } from '../runtime/in-process-job.dispatcher';
 import { createMemoryAdapters } from '../storage/memory/create-memory-adapters';
 import { FakeClock } from './fake-clock';
