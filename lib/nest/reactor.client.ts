@@ -8,6 +8,7 @@ import {
   type RunOptions,
   type RunView,
   ReactorError,
+  ConfigurationError,
   type RunOutcome,
 } from '../core';
 import { ReactorSweeper, type SweepResult } from '../sweepers/reactor.sweeper';
@@ -115,7 +116,8 @@ export class ReactorClient {
   private nameOf(method: string, reactor: ReactorClass | string): string {
     this.assertExplored(method);
     if (typeof reactor === 'string') return reactor;
-    if (typeof reactor !== 'function') throw new Error(messages.reactorArgumentInvalid(method, reactor));
+    if (typeof reactor !== 'function')
+      throw new ReactorError('UNKNOWN_REACTOR', messages.reactorArgumentInvalid(method, reactor));
     const name = this.registry.reactorNameOf(reactor);
     if (name !== undefined) return name;
     const metadata = getReactorMetadata(reactor);
@@ -128,6 +130,6 @@ export class ReactorClient {
   }
 
   private assertExplored(method: string): void {
-    if (!this.registry.isExplored) throw new Error(messages.clientUsedBeforeInit(method));
+    if (!this.registry.isExplored) throw new ConfigurationError(messages.clientUsedBeforeInit(method));
   }
 }

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Module, type DynamicModule, type Provider } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
+import { ConfigurationError } from '../core';
 import { reactorQueueImports } from '../queue/reactor-queue.imports';
 import { RunProcessor } from '../queue/run.processor';
 import { reactorRuntimeProviders } from '../runtime/reactor-runtime.providers';
@@ -105,7 +106,8 @@ export class ReactorModule {
    * ```
    */
   static forRootAsync(options: ReactorModuleAsyncOptions): DynamicModule {
-    if (!options || typeof options.useFactory !== 'function') throw new Error(messages.asyncOptionsWithoutFactory());
+    if (!options || typeof options.useFactory !== 'function')
+      throw new ConfigurationError(messages.asyncOptionsWithoutFactory(), 'useFactory');
     const { global } = resolveReactorModuleOptions({ global: options.global });
     const runtime = resolveRuntimeKind(options.runtime);
     const useFactory = options.useFactory as (
@@ -116,11 +118,12 @@ export class ReactorModule {
       useFactory: async (...deps: unknown[]) => {
         const raw: ReactorModuleOptions = await useFactory(...deps);
         if (raw !== null && typeof raw === 'object' && 'global' in raw)
-          throw new Error(messages.asyncFactoryReturnedGlobal());
+          throw new ConfigurationError(messages.asyncFactoryReturnedGlobal(), 'global');
         if (raw !== null && typeof raw === 'object' && 'runtime' in raw)
-          throw new Error(messages.asyncFactoryReturnedRuntime());
+          throw new ConfigurationError(messages.asyncFactoryReturnedRuntime(), 'runtime');
         const resolved = resolveReactorModuleOptions(raw);
-        if (runtimeKindOf(resolved) !== runtime) throw new Error(messages.runtimeMismatch(runtime));
+        if (runtimeKindOf(resolved) !== runtime)
+          throw new ConfigurationError(messages.runtimeMismatch(runtime), 'runtime');
         return resolved;
       },
       inject: options.inject ?? [],

@@ -1,7 +1,7 @@
 import { OnWorkerEvent, Processor, WorkerHost } from '@nestjs/bullmq';
 import { Inject, Logger } from '@nestjs/common';
 import type { Job, Worker } from 'bullmq';
-import { ReactorEngine, type JobHandler, type ReactorJob } from '../core';
+import { ConfigurationError, ReactorEngine, type JobHandler, type ReactorJob } from '../core';
 import {
   type ResolvedReactorModuleOptions,
   type ReactorRuntime,
@@ -83,8 +83,9 @@ export class RunProcessor extends WorkerHost implements ReactorWorkerHost {
 
   async process(job: Job<ReactorJob>): Promise<void> {
     const handler = this.handler;
-    if (!handler) throw new Error(messages.workerNotRegistered());
+    if (!handler) throw new ConfigurationError(messages.workerNotRegistered());
     // Fetched after the shutdown let go of running jobs: leave it to another worker.
+    // NOTE: a plain Error: it only tells BullMQ to retry the job elsewhere; the application never sees it.
     if (this.lettingGo) throw new Error(messages.workerShuttingDown());
     this.active++;
     const work = Promise.resolve()
@@ -147,7 +148,7 @@ export class RunProcessor extends WorkerHost implements ReactorWorkerHost {
     try {
       return this.worker;
     } catch {
-      throw new Error(messages.workerNotRegistered());
+      throw new ConfigurationError(messages.workerNotRegistered());
     }
   }
 }

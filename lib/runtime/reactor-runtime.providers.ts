@@ -1,7 +1,7 @@
 import { getQueueToken } from '@nestjs/bullmq';
 import { Logger, type Provider } from '@nestjs/common';
 import type { Queue } from 'bullmq';
-import type { Clock } from '../core';
+import { ConfigurationError, type Clock } from '../core';
 import { REACTOR_QUEUE_NAME } from '../queue/queue.constants';
 import { RedisReactorRuntime } from './redis.runtime';
 import { EmbeddedReactorRuntime } from './embedded.runtime';
@@ -33,7 +33,7 @@ export function createReactorRuntime(
   if (options.redis) {
     // The module only has the queue when it was declared with the Redis runtime (forRoot with
     // `redis`, or forRootAsync with runtime: 'redis'); the options factory checks they agree.
-    if (!queue) throw new Error(messages.runtimeMismatch('embedded'));
+    if (!queue) throw new ConfigurationError(messages.runtimeMismatch('embedded'), 'runtime');
     return new RedisReactorRuntime(options, queue, logger);
   }
   logger.warn(messages.embeddedRuntimeWarning());
