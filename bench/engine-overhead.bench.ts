@@ -10,7 +10,7 @@ import { ReactorEngine } from '../lib/core';
 import { defineReactor, type ReactorBuilder } from '../lib/core/definition/builder';
 import type { Ref } from '../lib/core/definition/ref';
 import { success } from '../lib/core/results/step-outcome';
-import { InProcessJobDispatcher } from '../lib/queue/in-process-job.dispatcher';
+import { InProcessJobDispatcher } from '../lib/runtime/in-process-job.dispatcher';
 import { createMemoryAdapters } from '../lib/storage/memory';
 import { fmt, measure } from './harness';
 

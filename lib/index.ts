@@ -33,27 +33,24 @@
  */
 
 // Nest integration
+export { Step, Reactor, ReactorModule, ReactorClient } from './nest';
+export type { WaitOptions } from './nest';
 export {
-  Step,
-  Reactor,
-  ReactorModule,
-  ReactorClient,
   REACTOR_OPTIONS,
   REACTOR_RUNTIME,
   REACTOR_STORAGE,
   REACTOR_LOCKS,
   REACTOR_DISPATCHER,
   REACTOR_CLOCK,
-} from './nest';
+} from './config';
 export type {
-  WaitOptions,
   ReactorModuleOptions,
   ReactorModuleAsyncOptions,
   ReactorRedisOptions,
   ReactorSweeperOptions,
   ReactorRuntime,
   ReactorRuntimeKind,
-} from './nest';
+} from './config';
 export type { SweepResult } from './sweepers';
 
 // Definitions

@@ -1,5 +1,6 @@
 /**
- * The Nest layer of nest-reactor: the module, decorators, client, options and tokens.
+ * The Nest layer of nest-reactor: the module, decorators, client and option validation. The options'
+ * types and the injection tokens are in `../config`, the runtimes in `../runtime`.
  *
  * ```ts
  * @Module({ imports: [ReactorModule.forRoot()], providers: [ChargeCard, CheckoutReactor] })
@@ -17,22 +18,4 @@ export { Step } from './step.decorator';
 export { Reactor } from './reactor.decorator';
 export { ReactorModule } from './reactor.module';
 export { ReactorClient, type WaitOptions } from './reactor.client';
-export type {
-  ReactorModuleOptions,
-  ReactorModuleAsyncOptions,
-  ReactorRedisOptions,
-  ReactorSweeperOptions,
-  ReactorRuntimeKind,
-  ResolvedReactorModuleOptions,
-} from './reactor-module-options.interface';
 export { REACTOR_MODULE_DEFAULTS, resolveReactorModuleOptions } from './reactor-module.options';
-export type { ReactorRuntime } from './reactor-runtime.interface';
-export { EmbeddedReactorRuntime } from './embedded.runtime';
-export {
-  REACTOR_OPTIONS,
-  REACTOR_RUNTIME,
-  REACTOR_STORAGE,
-  REACTOR_LOCKS,
-  REACTOR_DISPATCHER,
-  REACTOR_CLOCK,
-} from './reactor.constants';

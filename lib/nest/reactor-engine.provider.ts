@@ -1,11 +1,14 @@
 import { Logger, type LoggerService, type Provider } from '@nestjs/common';
-import { ReactorEngine, type EngineLogger } from '../core/engine';
-import type { Clock } from '../core/ports/clock.port';
-import type { JobDispatcher } from '../core/ports/job-dispatcher.port';
-import type { LockManager } from '../core/ports/lock-manager.port';
-import type { ReactorStorage } from '../core/ports/reactor-storage.port';
-import type { ResolvedReactorModuleOptions } from './reactor-module-options.interface';
 import {
+  ReactorEngine,
+  type EngineLogger,
+  type Clock,
+  type JobDispatcher,
+  type LockManager,
+  type ReactorStorage,
+} from '../core';
+import {
+  type ResolvedReactorModuleOptions,
   REACTOR_CLOCK,
   REACTOR_DISPATCHER,
   REACTOR_LOCKS,
@@ -13,8 +16,8 @@ import {
   REACTOR_OPTIONS,
   REACTOR_RUNTIME,
   REACTOR_STORAGE,
-} from './reactor.constants';
-import type { ReactorRuntime } from './reactor-runtime.interface';
+  type ReactorRuntime,
+} from '../config';
 import { ReactorRegistry } from './reactor.registry';
 
 /** The engine's logger, over a Nest logger. */

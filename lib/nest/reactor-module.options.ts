@@ -1,13 +1,12 @@
-import { systemClock, type Clock } from '../core/ports/clock.port';
-import type { ReactorMiddleware } from '../core/middleware/events';
+import { ConfigurationError, systemClock, type Clock, type ReactorMiddleware } from '../core';
 import { describeValidSweepIntervals, sweepCronExpression } from '../sweepers/sweep-schedule';
-import type {
-  ReactorModuleOptions,
-  ReactorRedisOptions,
-  ReactorRuntimeKind,
-  ResolvedReactorModuleOptions,
-} from './reactor-module-options.interface';
-import { messages } from './reactor.messages';
+import {
+  type ReactorModuleOptions,
+  type ReactorRedisOptions,
+  type ReactorRuntimeKind,
+  type ResolvedReactorModuleOptions,
+  messages,
+} from '../config';
 
 /** Defaults of {@link ReactorModuleOptions}, in one place. */
 export const REACTOR_MODULE_DEFAULTS = Object.freeze({
@@ -47,14 +46,15 @@ const KNOWN_OPTIONS: ReadonlyArray<keyof ReactorModuleOptions> = [
 
 /**
  * Validate module options and apply defaults. The only place options are checked, for `forRoot`
- * and `forRootAsync` alike; a bad option throws an `Error` naming it and what it must be.
+ * and `forRootAsync` alike; a bad option throws a `ConfigurationError` naming it (in its message
+ * and its `option`) and what it must be.
  */
 export function resolveReactorModuleOptions(raw: ReactorModuleOptions | undefined): ResolvedReactorModuleOptions {
   const options = raw ?? {};
-  if (!isPlainObject(options)) throw new Error(messages.optionsNotObject(raw));
+  if (!isPlainObject(options)) throw new ConfigurationError(messages.optionsNotObject(raw));
   for (const key of Object.keys(options)) {
     if (!(KNOWN_OPTIONS as readonly string[]).includes(key))
-      throw new Error(messages.optionUnknown(key, KNOWN_OPTIONS));
+      throw new ConfigurationError(messages.optionUnknown(key, KNOWN_OPTIONS), key);
   }
   const d = REACTOR_MODULE_DEFAULTS;
   return Object.freeze({
@@ -89,7 +89,7 @@ export function resolveReactorModuleOptions(raw: ReactorModuleOptions | undefine
 export function resolveRuntimeKind(value: unknown): ReactorRuntimeKind {
   if (value === undefined) return 'embedded';
   if (value !== 'embedded' && value !== 'redis') {
-    throw new Error(messages.optionInvalid('runtime', "'embedded' or 'redis'", value));
+    throw invalidOption('runtime', "'embedded' or 'redis'", value);
   }
   return value;
 }
@@ -101,40 +101,38 @@ export function runtimeKindOf(options: ResolvedReactorModuleOptions): ReactorRun
 
 function resolveRedis(value: unknown): ReactorRedisOptions | undefined {
   if (value === undefined) return undefined;
-  if (!isPlainObject(value)) throw new Error(messages.optionInvalid('redis', '{ url } or { connection }', value));
+  if (!isPlainObject(value)) throw invalidOption('redis', '{ url } or { connection }', value);
   const keys = Object.keys(value);
   if (keys.length === 1 && keys[0] === 'url') {
     if (typeof value.url !== 'string' || value.url.length === 0) {
-      throw new Error(
-        messages.optionInvalid('redis.url', 'a non-empty Redis URL such as redis://localhost:6379', value.url),
-      );
+      throw invalidOption('redis.url', 'a non-empty Redis URL such as redis://localhost:6379', value.url);
     }
     return Object.freeze({ url: value.url });
   }
   if (keys.length === 1 && keys[0] === 'connection') {
     if (value.connection === null || typeof value.connection !== 'object') {
-      throw new Error(messages.optionInvalid('redis.connection', 'an ioredis connection', value.connection));
+      throw invalidOption('redis.connection', 'an ioredis connection', value.connection);
     }
     return Object.freeze({ connection: value.connection });
   }
-  throw new Error(messages.optionInvalid('redis', 'exactly one of { url } or { connection }', value));
+  throw invalidOption('redis', 'exactly one of { url } or { connection }', value);
 }
 
 function resolvePrefix(value: unknown): string {
   if (value === undefined) return REACTOR_MODULE_DEFAULTS.prefix;
   // NOTE: braces would inject a Redis Cluster hash tag into every key and break key routing.
   if (typeof value !== 'string' || value.length === 0 || /[\s{}]/.test(value)) {
-    throw new Error(messages.optionInvalid('prefix', 'a non-empty string without spaces or braces', value));
+    throw invalidOption('prefix', 'a non-empty string without spaces or braces', value);
   }
   return value;
 }
 
 function resolveMiddleware(value: unknown): ReactorMiddleware[] {
   if (value === undefined) return [];
-  if (!Array.isArray(value)) throw new Error(messages.optionInvalid('middleware', 'an array of middleware', value));
+  if (!Array.isArray(value)) throw invalidOption('middleware', 'an array of middleware', value);
   value.forEach((m: unknown, i) => {
     if (m === null || typeof m !== 'object' || typeof (m as ReactorMiddleware).onEvent !== 'function') {
-      throw new Error(messages.optionInvalid(`middleware[${i}]`, 'an object with an onEvent(event) method', m));
+      throw invalidOption(`middleware[${i}]`, 'an object with an onEvent(event) method', m);
     }
   });
   return [...(value as ReactorMiddleware[])];
@@ -149,7 +147,7 @@ function resolveClock(value: unknown): Clock {
     typeof clock.now !== 'function' ||
     typeof clock.sleep !== 'function'
   ) {
-    throw new Error(messages.optionInvalid('clock', 'a Clock (an object with now() and sleep(ms))', value));
+    throw invalidOption('clock', 'a Clock (an object with now() and sleep(ms))', value);
   }
   return clock as Clock;
 }
@@ -157,14 +155,20 @@ function resolveClock(value: unknown): Clock {
 function resolveSweeper(value: unknown): { enabled: boolean; intervalMs: number } {
   const d = REACTOR_MODULE_DEFAULTS.sweeper;
   if (value === undefined) return { ...d };
-  if (!isPlainObject(value)) throw new Error(messages.optionInvalid('sweeper', '{ enabled?, intervalMs? }', value));
+  if (!isPlainObject(value)) throw invalidOption('sweeper', '{ enabled?, intervalMs? }', value);
   for (const key of Object.keys(value)) {
     if (key !== 'enabled' && key !== 'intervalMs')
-      throw new Error(messages.optionUnknown(`sweeper.${key}`, ['sweeper.enabled', 'sweeper.intervalMs']));
+      throw new ConfigurationError(
+        messages.optionUnknown(`sweeper.${key}`, ['sweeper.enabled', 'sweeper.intervalMs']),
+        `sweeper.${key}`,
+      );
   }
   const intervalMs = integer('sweeper.intervalMs', value.intervalMs, d.intervalMs, 1);
   if (sweepCronExpression(intervalMs) === undefined) {
-    throw new Error(messages.sweepIntervalInvalid(intervalMs, describeValidSweepIntervals()));
+    throw new ConfigurationError(
+      messages.sweepIntervalInvalid(intervalMs, describeValidSweepIntervals()),
+      'sweeper.intervalMs',
+    );
   }
   return { enabled: boolean('sweeper.enabled', value.enabled, d.enabled), intervalMs };
 }
@@ -172,21 +176,26 @@ function resolveSweeper(value: unknown): { enabled: boolean; intervalMs: number 
 function integer(path: string, value: unknown, fallback: number, min: number): number {
   if (value === undefined) return fallback;
   if (typeof value !== 'number' || !Number.isInteger(value) || value < min) {
-    throw new Error(messages.optionInvalid(path, `an integer >= ${min}`, value));
+    throw invalidOption(path, `an integer >= ${min}`, value);
   }
   return value;
 }
 
 function integerInRange(path: string, value: unknown, fallback: number, min: number, max: number): number {
   const n = integer(path, value, fallback, min);
-  if (n > max) throw new Error(messages.optionInvalid(path, `an integer from ${min} to ${max}`, value));
+  if (n > max) throw invalidOption(path, `an integer from ${min} to ${max}`, value);
   return n;
 }
 
 function boolean(path: string, value: unknown, fallback: boolean): boolean {
   if (value === undefined) return fallback;
-  if (typeof value !== 'boolean') throw new Error(messages.optionInvalid(path, 'true or false', value));
+  if (typeof value !== 'boolean') throw invalidOption(path, 'true or false', value);
   return value;
+}
+
+/** A bad option: the message says what it must be, `option` names it. */
+function invalidOption(path: string, expected: string, value: unknown): ConfigurationError {
+  return new ConfigurationError(messages.optionInvalid(path, expected, value), path);
 }
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {

@@ -1,12 +1,19 @@
 import { Injectable } from '@nestjs/common';
-import type { ReactorClass, ReactorInputOf, ReactorOutputOf } from '../core/definition/reactor-blueprint';
-import { getReactorMetadata } from '../core/definition/reactor-blueprint';
-import { ReactorEngine, type RunOptions, type RunView } from '../core/engine';
-import { ReactorError } from '../core/errors/reactor.error';
-import type { RunOutcome } from '../core/results/run-outcome';
+import {
+  type ReactorClass,
+  type ReactorInputOf,
+  type ReactorOutputOf,
+  getReactorMetadata,
+  ReactorEngine,
+  type RunOptions,
+  type RunView,
+  ReactorError,
+  ConfigurationError,
+  type RunOutcome,
+} from '../core';
 import { ReactorSweeper, type SweepResult } from '../sweepers/reactor.sweeper';
 import { ReactorRegistry } from './reactor.registry';
-import { messages } from './reactor.messages';
+import { messages } from '../config';
 
 /** Options of {@link ReactorClient.wait}. */
 export interface WaitOptions {
@@ -109,7 +116,8 @@ export class ReactorClient {
   private nameOf(method: string, reactor: ReactorClass | string): string {
     this.assertExplored(method);
     if (typeof reactor === 'string') return reactor;
-    if (typeof reactor !== 'function') throw new Error(messages.reactorArgumentInvalid(method, reactor));
+    if (typeof reactor !== 'function')
+      throw new ReactorError('UNKNOWN_REACTOR', messages.reactorArgumentInvalid(method, reactor));
     const name = this.registry.reactorNameOf(reactor);
     if (name !== undefined) return name;
     const metadata = getReactorMetadata(reactor);
@@ -122,6 +130,6 @@ export class ReactorClient {
   }
 
   private assertExplored(method: string): void {
-    if (!this.registry.isExplored) throw new Error(messages.clientUsedBeforeInit(method));
+    if (!this.registry.isExplored) throw new ConfigurationError(messages.clientUsedBeforeInit(method));
   }
 }

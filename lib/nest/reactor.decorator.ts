@@ -1,6 +1,5 @@
-import type { ReactorOptions } from '../core/definition/definition';
-import { defineReactorMetadata } from '../core/definition/reactor-blueprint';
-import { messages } from './reactor.messages';
+import { DefinitionError, defineReactorMetadata, type ReactorOptions } from '../core';
+import { messages } from '../config';
 import { markInjectable } from './mark-injectable';
 
 /**
@@ -21,20 +20,21 @@ import { markInjectable } from './mark-injectable';
  *
  * @param name stable, non-empty reactor name (stored with runs)
  * @param options reactor options: `maxConcurrency`, `background`, `description`
- * @throws Error at class definition time when `name` is not a non-empty string, `options` is not
- *   an object, or the class has no `build` method.
+ * @throws DefinitionError at class definition time when `name` is not a non-empty string,
+ *   `options` is not an object, or the class has no `build` method.
  */
 export function Reactor(name: string, options: ReactorOptions = {}): ClassDecorator {
   return (target) => {
-    if (typeof target !== 'function') throw new Error(messages.decoratorNotOnClass('@Reactor', target));
+    const invalid = (message: string) => new DefinitionError(message, typeof name === 'string' ? name : '');
+    if (typeof target !== 'function') throw invalid(messages.decoratorNotOnClass('@Reactor', target));
     if (typeof name !== 'string' || name.trim().length === 0) {
-      throw new Error(messages.decoratorNameInvalid('@Reactor', target, name));
+      throw invalid(messages.decoratorNameInvalid('@Reactor', target, name));
     }
     if (options === null || typeof options !== 'object' || Array.isArray(options)) {
-      throw new Error(messages.decoratorOptionsInvalid('@Reactor', target, options));
+      throw invalid(messages.decoratorOptionsInvalid('@Reactor', target, options));
     }
     if (typeof (target.prototype as { build?: unknown } | undefined)?.build !== 'function') {
-      throw new Error(messages.reactorWithoutBuild(name, target));
+      throw invalid(messages.reactorWithoutBuild(name, target));
     }
     defineReactorMetadata(target, { ...options, name });
     markInjectable(target);

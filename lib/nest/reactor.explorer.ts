@@ -1,18 +1,19 @@
 import { Injectable, Scope, type OnModuleInit } from '@nestjs/common';
 import { DiscoveryService } from '@nestjs/core';
 import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper';
-import { defineReactor, type ReactorBuilder } from '../core/definition/builder';
-import type { ReactorDefinition } from '../core/definition/definition';
 import {
+  defineReactor,
+  type ReactorBuilder,
+  type ReactorDefinition,
   getReactorMetadata,
   type ReactorBlueprint,
   type ReactorClassMetadata,
-} from '../core/definition/reactor-blueprint';
-import { getStepMetadata } from '../core/definition/step';
-import { ReactorEngine } from '../core/engine';
-import { DefinitionError } from '../core/errors/definition.error';
+  getStepMetadata,
+  ReactorEngine,
+  DefinitionError,
+} from '../core';
 import { ReactorRegistry } from './reactor.registry';
-import { messages } from './reactor.messages';
+import { messages } from '../config';
 
 type Class = abstract new (...args: never[]) => unknown;
 
@@ -61,7 +62,7 @@ export class ReactorExplorer implements OnModuleInit {
       const stepMetadata = getStepMetadata(providerClass);
       const reactorMetadata = getReactorMetadata(providerClass);
       if (!stepMetadata && !reactorMetadata) continue;
-      refuseScoped(wrapper, providerClass, reactorMetadata ? 'reactor' : 'step');
+      refuseScoped(wrapper, providerClass, reactorMetadata?.name, stepMetadata?.name);
       if (stepMetadata) this.registry.addStep(providerClass, wrapper.instance, stepMetadata.name);
       if (reactorMetadata && this.registry.addReactor(providerClass, reactorMetadata.name)) {
         reactors.push({
@@ -102,12 +103,19 @@ function classOf(wrapper: InstanceWrapper): Class | undefined {
   return typeof candidate === 'function' ? (candidate as Class) : undefined;
 }
 
-function refuseScoped(wrapper: InstanceWrapper, providerClass: Class, kind: 'step' | 'reactor'): void {
+function refuseScoped(
+  wrapper: InstanceWrapper,
+  providerClass: Class,
+  reactorName: string | undefined,
+  stepName: string | undefined,
+): void {
   let scope: string | undefined;
   if (wrapper.isTransient) scope = 'transient';
   else if (wrapper.scope === Scope.REQUEST) scope = 'request-scoped';
   else if (!wrapper.isDependencyTreeStatic()) scope = 'request-scoped (it depends on a request-scoped provider)';
-  if (scope) throw new Error(messages.scopedProvider(kind, providerClass, scope));
+  if (!scope) return;
+  const kind = reactorName !== undefined ? 'reactor' : 'step';
+  throw new DefinitionError(messages.scopedProvider(kind, providerClass, scope), reactorName ?? '', stepName);
 }
 
 function buildDefinition({ reactorClass, instance, metadata }: FoundReactor): ReactorDefinition {
@@ -116,6 +124,9 @@ function buildDefinition({ reactorClass, instance, metadata }: FoundReactor): Re
     return defineReactor(name, (r: ReactorBuilder<Record<string, unknown>>) => instance.build(r), options);
   } catch (error) {
     if (error instanceof DefinitionError) throw error;
-    throw new Error(messages.reactorBuildThrew(name, reactorClass, error), { cause: error });
+    const wrapped = new DefinitionError(messages.reactorBuildThrew(name, reactorClass, error), name);
+    // NOTE: DefinitionError takes no options, so the cause is set afterwards.
+    wrapped.cause = error;
+    throw wrapped;
   }
 }

@@ -7,11 +7,9 @@ import {
   type OnApplicationBootstrap,
   type OnApplicationShutdown,
 } from '@nestjs/common';
-import { ReactorEngine } from '../core/engine';
+import { ReactorEngine } from '../core';
 import { SweeperScheduler } from '../sweepers/sweeper.scheduler';
-import type { ReactorRuntime } from './reactor-runtime.interface';
-import { REACTOR_LOGGER_CONTEXT, REACTOR_RUNTIME } from './reactor.constants';
-import { messages } from './reactor.messages';
+import { type ReactorRuntime, REACTOR_LOGGER_CONTEXT, REACTOR_RUNTIME, messages } from '../config';
 
 /**
  * The module's start and stop, in one place (collection happens earlier, in the explorer's

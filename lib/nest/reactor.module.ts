@@ -1,20 +1,16 @@
 import { randomUUID } from 'node:crypto';
 import { Module, type DynamicModule, type Provider } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
+import { ConfigurationError } from '../core';
 import { reactorQueueImports } from '../queue/reactor-queue.imports';
 import { RunProcessor } from '../queue/run.processor';
+import { reactorRuntimeProviders } from '../runtime/reactor-runtime.providers';
 import { ReactorSweeper } from '../sweepers/reactor.sweeper';
 import { SweeperScheduler } from '../sweepers/sweeper.scheduler';
-import type {
-  ReactorModuleAsyncOptions,
-  ReactorModuleOptions,
-  ReactorRuntimeKind,
-} from './reactor-module-options.interface';
-import { resolveReactorModuleOptions, resolveRuntimeKind, runtimeKindOf } from './reactor-module.options';
-import { reactorEngineProvider } from './reactor-engine.provider';
-import { reactorRuntimeProviders } from './reactor-runtime.providers';
-import { ReactorClient } from './reactor.client';
 import {
+  type ReactorModuleAsyncOptions,
+  type ReactorModuleOptions,
+  type ReactorRuntimeKind,
   REACTOR_CLOCK,
   REACTOR_DISPATCHER,
   REACTOR_LOCKS,
@@ -22,11 +18,14 @@ import {
   REACTOR_OPTIONS,
   REACTOR_RUNTIME,
   REACTOR_STORAGE,
-} from './reactor.constants';
+  messages,
+} from '../config';
+import { resolveReactorModuleOptions, resolveRuntimeKind, runtimeKindOf } from './reactor-module.options';
+import { reactorEngineProvider } from './reactor-engine.provider';
+import { ReactorClient } from './reactor.client';
 import { ReactorExplorer } from './reactor.explorer';
 import { ReactorLifecycle } from './reactor.lifecycle';
 import { ReactorRegistry } from './reactor.registry';
-import { messages } from './reactor.messages';
 
 const EXPORTS = [ReactorClient, REACTOR_RUNTIME, REACTOR_STORAGE, REACTOR_LOCKS, REACTOR_DISPATCHER, REACTOR_CLOCK];
 
@@ -107,7 +106,8 @@ export class ReactorModule {
    * ```
    */
   static forRootAsync(options: ReactorModuleAsyncOptions): DynamicModule {
-    if (!options || typeof options.useFactory !== 'function') throw new Error(messages.asyncOptionsWithoutFactory());
+    if (!options || typeof options.useFactory !== 'function')
+      throw new ConfigurationError(messages.asyncOptionsWithoutFactory(), 'useFactory');
     const { global } = resolveReactorModuleOptions({ global: options.global });
     const runtime = resolveRuntimeKind(options.runtime);
     const useFactory = options.useFactory as (
@@ -118,11 +118,12 @@ export class ReactorModule {
       useFactory: async (...deps: unknown[]) => {
         const raw: ReactorModuleOptions = await useFactory(...deps);
         if (raw !== null && typeof raw === 'object' && 'global' in raw)
-          throw new Error(messages.asyncFactoryReturnedGlobal());
+          throw new ConfigurationError(messages.asyncFactoryReturnedGlobal(), 'global');
         if (raw !== null && typeof raw === 'object' && 'runtime' in raw)
-          throw new Error(messages.asyncFactoryReturnedRuntime());
+          throw new ConfigurationError(messages.asyncFactoryReturnedRuntime(), 'runtime');
         const resolved = resolveReactorModuleOptions(raw);
-        if (runtimeKindOf(resolved) !== runtime) throw new Error(messages.runtimeMismatch(runtime));
+        if (runtimeKindOf(resolved) !== runtime)
+          throw new ConfigurationError(messages.runtimeMismatch(runtime), 'runtime');
         return resolved;
       },
       inject: options.inject ?? [],

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
-import type { StepResolver } from '../core/ports/step-resolver.port';
-import { messages } from './reactor.messages';
+import { DefinitionError, getStepMetadata, type StepResolver } from '../core';
+import { messages } from '../config';
 
 type Class = abstract new (...args: never[]) => unknown;
 
@@ -23,7 +23,9 @@ export class ReactorRegistry implements StepResolver {
    */
   addStep(stepClass: Class, instance: unknown, name: string): void {
     const other = this.stepClassesByName.get(name);
-    if (other && other !== stepClass) throw new Error(messages.duplicateStepName(name, other, stepClass));
+    // NOTE: a step name belongs to no one reactor, so the error's reactorName is empty.
+    if (other && other !== stepClass)
+      throw new DefinitionError(messages.duplicateStepName(name, other, stepClass), '', name);
     this.stepClassesByName.set(name, stepClass);
     if (!this.steps.has(stepClass)) this.steps.set(stepClass, instance);
   }
@@ -34,7 +36,8 @@ export class ReactorRegistry implements StepResolver {
    */
   addReactor(reactorClass: Class, name: string): boolean {
     const other = this.reactorClassesByName.get(name);
-    if (other && other !== reactorClass) throw new Error(messages.duplicateReactorName(name, other, reactorClass));
+    if (other && other !== reactorClass)
+      throw new DefinitionError(messages.duplicateReactorName(name, other, reactorClass), name);
     if (this.reactors.has(reactorClass)) return false;
     this.reactorClassesByName.set(name, reactorClass);
     this.reactors.set(reactorClass, name);
@@ -62,7 +65,9 @@ export class ReactorRegistry implements StepResolver {
   }
 
   resolve<T>(stepClass: new (...args: never[]) => T): T {
-    if (!this.steps.has(stepClass)) throw new Error(messages.stepClassNotResolvable(stepClass));
+    if (!this.steps.has(stepClass)) {
+      throw new DefinitionError(messages.stepClassNotResolvable(stepClass), '', getStepMetadata(stepClass)?.name);
+    }
     return this.steps.get(stepClass) as T;
   }
 }

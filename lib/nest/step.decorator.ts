@@ -1,6 +1,6 @@
-import { defineStepMetadata, type StepOptions } from '../core/definition/step';
+import { DefinitionError, defineStepMetadata, type StepOptions } from '../core';
 import { markInjectable } from './mark-injectable';
-import { messages } from './reactor.messages';
+import { messages } from '../config';
 
 /**
  * Declare an injectable step class under a stable `name`. The class is an ordinary Nest provider
@@ -23,20 +23,22 @@ import { messages } from './reactor.messages';
  *
  * @param name stable, non-empty step name (stored with runs; never rename a step in use)
  * @param options step defaults
- * @throws Error at class definition time when `name` is not a non-empty string, `options` is not
- *   an object, or the class has no `run` method.
+ * @throws DefinitionError at class definition time when `name` is not a non-empty string,
+ *   `options` is not an object, or the class has no `run` method.
  */
 export function Step(name: string, options: StepOptions = {}): ClassDecorator {
   return (target) => {
-    if (typeof target !== 'function') throw new Error(messages.decoratorNotOnClass('@Step', target));
+    // NOTE: a step belongs to no one reactor, so the error's reactorName is empty.
+    const invalid = (message: string) => new DefinitionError(message, '', typeof name === 'string' ? name : undefined);
+    if (typeof target !== 'function') throw invalid(messages.decoratorNotOnClass('@Step', target));
     if (typeof name !== 'string' || name.trim().length === 0) {
-      throw new Error(messages.decoratorNameInvalid('@Step', target, name));
+      throw invalid(messages.decoratorNameInvalid('@Step', target, name));
     }
     if (options === null || typeof options !== 'object' || Array.isArray(options)) {
-      throw new Error(messages.decoratorOptionsInvalid('@Step', target, options));
+      throw invalid(messages.decoratorOptionsInvalid('@Step', target, options));
     }
     if (typeof (target.prototype as { run?: unknown } | undefined)?.run !== 'function') {
-      throw new Error(messages.stepWithoutRun(name, target));
+      throw invalid(messages.stepWithoutRun(name, target));
     }
     defineStepMetadata(target, { ...options, name });
     markInjectable(target);

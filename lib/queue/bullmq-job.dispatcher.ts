@@ -1,5 +1,5 @@
 import { Queue, type ConnectionOptions, type JobsOptions } from 'bullmq';
-import type { JobDispatcher, ReactorJob } from '../core/ports/job-dispatcher.port';
+import type { JobDispatcher, ReactorJob } from '../core';
 import { FAILED_JOBS_KEPT, JOB_BACKOFF_BASE_MS, REACTOR_QUEUE_NAME } from './queue.constants';
 
 /** Options of {@link BullMqJobDispatcher}. */

@@ -1,8 +1,10 @@
-export * from './in-process-job.dispatcher';
+/**
+ * The BullMQ adapters of the Redis runtime: the dispatcher (one job per dispatch), the processor
+ * whose worker `@nestjs/bullmq` builds, the module's queue registration under its own config key,
+ * and the queue's constants. The runtimes themselves are in `../runtime`.
+ */
 export { BullMqJobDispatcher, type BullMqJobDispatcherOptions } from './bullmq-job.dispatcher';
 export { RunProcessor, JOB_RETRIES_EXHAUSTED, type RunWorkerState } from './run.processor';
-export { RedisReactorRuntime } from './redis.runtime';
-export type { ReactorWorkerHost } from './reactor-worker-host.interface';
 export { reactorQueueImports, bullMqQueueOptions, ReactorBullConfigModule } from './reactor-queue.imports';
 export {
   REACTOR_QUEUE_NAME,

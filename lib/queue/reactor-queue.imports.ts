@@ -1,8 +1,8 @@
 import { BullModule, getSharedConfigToken } from '@nestjs/bullmq';
 import { Module, type DynamicModule } from '@nestjs/common';
 import type { ConnectionOptions, QueueOptions } from 'bullmq';
-import type { ResolvedReactorModuleOptions } from '../nest/reactor-module-options.interface';
-import { REACTOR_OPTIONS } from '../nest/reactor.constants';
+import { ConfigurationError } from '../core';
+import { type ResolvedReactorModuleOptions, REACTOR_OPTIONS } from '../config';
 import { bullMqPrefix, REACTOR_BULL_CONFIG_KEY, REACTOR_QUEUE_NAME } from './queue.constants';
 
 /**
@@ -19,7 +19,7 @@ export class ReactorBullConfigModule {}
  */
 export function bullMqQueueOptions(options: ResolvedReactorModuleOptions): QueueOptions {
   const redis = options.redis;
-  if (!redis) throw new Error('The BullMQ queue of nest-reactor needs the redis option.');
+  if (!redis) throw new ConfigurationError('The BullMQ queue of nest-reactor needs the redis option.', 'redis');
   const connection: ConnectionOptions =
     'url' in redis ? { url: redis.url } : (redis.connection as unknown as ConnectionOptions);
   return { connection, prefix: bullMqPrefix(options.prefix) };

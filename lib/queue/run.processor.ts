@@ -1,15 +1,17 @@
 import { OnWorkerEvent, Processor, WorkerHost } from '@nestjs/bullmq';
 import { Inject, Logger } from '@nestjs/common';
 import type { Job, Worker } from 'bullmq';
-import { ReactorEngine } from '../core/engine';
-import type { JobHandler, ReactorJob } from '../core/ports/job-dispatcher.port';
-import type { ResolvedReactorModuleOptions } from '../nest/reactor-module-options.interface';
-import type { ReactorRuntime } from '../nest/reactor-runtime.interface';
-import { REACTOR_LOGGER_CONTEXT, REACTOR_OPTIONS, REACTOR_RUNTIME } from '../nest/reactor.constants';
-import { messages } from '../nest/reactor.messages';
+import { ConfigurationError, ReactorEngine, type JobHandler, type ReactorJob } from '../core';
+import {
+  type ResolvedReactorModuleOptions,
+  type ReactorRuntime,
+  REACTOR_LOGGER_CONTEXT,
+  REACTOR_OPTIONS,
+  REACTOR_RUNTIME,
+  messages,
+  type ReactorWorkerHost,
+} from '../config';
 import { REACTOR_BULL_CONFIG_KEY, REACTOR_QUEUE_NAME } from './queue.constants';
-import { RedisReactorRuntime } from './redis.runtime';
-import type { ReactorWorkerHost } from './reactor-worker-host.interface';
 
 /** Code of the failure of a run whose job kept throwing until BullMQ's attempts ran out. */
 export const JOB_RETRIES_EXHAUSTED = 'JOB_RETRIES_EXHAUSTED';
@@ -49,7 +51,9 @@ export class RunProcessor extends WorkerHost implements ReactorWorkerHost {
     @Inject(REACTOR_OPTIONS) private readonly options: ResolvedReactorModuleOptions,
   ) {
     super();
-    if (runtime instanceof RedisReactorRuntime) runtime.attachWorkerHost(this);
+    // NOTE: through the runtime interface, not `instanceof RedisReactorRuntime`: the queue adapters
+    // sit below the runtimes and do not import them.
+    runtime.attachWorkerHost?.(this);
   }
 
   /** Where the worker is in its life. */
@@ -79,8 +83,9 @@ export class RunProcessor extends WorkerHost implements ReactorWorkerHost {
 
   async process(job: Job<ReactorJob>): Promise<void> {
     const handler = this.handler;
-    if (!handler) throw new Error(messages.workerNotRegistered());
+    if (!handler) throw new ConfigurationError(messages.workerNotRegistered());
     // Fetched after the shutdown let go of running jobs: leave it to another worker.
+    // NOTE: a plain Error: it only tells BullMQ to retry the job elsewhere; the application never sees it.
     if (this.lettingGo) throw new Error(messages.workerShuttingDown());
     this.active++;
     const work = Promise.resolve()
@@ -143,7 +148,7 @@ export class RunProcessor extends WorkerHost implements ReactorWorkerHost {
     try {
       return this.worker;
     } catch {
-      throw new Error(messages.workerNotRegistered());
+      throw new ConfigurationError(messages.workerNotRegistered());
     }
   }
 }

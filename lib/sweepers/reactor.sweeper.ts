@@ -1,7 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { ReactorEngine } from '../core/engine';
-import type { ResolvedReactorModuleOptions } from '../nest/reactor-module-options.interface';
-import { REACTOR_OPTIONS } from '../nest/reactor.constants';
+import { ReactorEngine } from '../core';
+import { type ResolvedReactorModuleOptions, REACTOR_OPTIONS } from '../config';
 
 /** Runs at most this many stalled runs per sweep (the oldest updates first). */
 export const SWEEP_LIMIT = 1000;

@@ -1,10 +1,14 @@
 import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
 import { Cron, SchedulerRegistry } from '@nestjs/schedule';
-import type { Clock } from '../core/ports/clock.port';
-import type { LockManager } from '../core/ports/lock-manager.port';
-import type { ResolvedReactorModuleOptions } from '../nest/reactor-module-options.interface';
-import { REACTOR_CLOCK, REACTOR_LOCKS, REACTOR_LOGGER_CONTEXT, REACTOR_OPTIONS } from '../nest/reactor.constants';
-import { messages } from '../nest/reactor.messages';
+import type { Clock, LockManager } from '../core';
+import {
+  type ResolvedReactorModuleOptions,
+  REACTOR_CLOCK,
+  REACTOR_LOCKS,
+  REACTOR_LOGGER_CONTEXT,
+  REACTOR_OPTIONS,
+  messages,
+} from '../config';
 import { ReactorSweeper, type SweepResult } from './reactor.sweeper';
 import { REACTOR_SWEEPER_CRON, sweepCronExpression, sweepWindow } from './sweep-schedule';
 

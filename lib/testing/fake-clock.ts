@@ -1,4 +1,4 @@
-import type { Clock } from '../core/ports/clock.port';
+import type { Clock } from '../core';
 
 /**
  * A clock for tests. Time stands still until something sleeps: `sleep(ms)` moves time forward by

@@ -1,4 +1,4 @@
-import type { ReactorEvent, ReactorEventType, ReactorMiddleware } from '../core/middleware/events';
+import type { ReactorEvent, ReactorEventType, ReactorMiddleware } from '../core';
 
 /** Records every event, for asserting event sequences in tests. */
 export class RecordingMiddleware implements ReactorMiddleware {

@@ -1,5 +1,5 @@
-import { ReactorEngine, type ReactorEngineOptions } from '../core/engine';
-import { InProcessJobDispatcher } from '../queue/in-process-job.dispatcher';
+import { ReactorEngine, type ReactorEngineOptions } from '../core';
+import { InProcessJobDispatcher } from '../runtime/in-process-job.dispatcher';
 import { createMemoryAdapters } from '../storage/memory/create-memory-adapters';
 import { FakeClock } from './fake-clock';
 import { RecordingMiddleware } from './recording.middleware';

@@ -1,6 +1,6 @@
 import { ReactorEngine, type ReactorEngineOptions } from '../../lib/core';
 import type { ReactorStorage } from '../../lib/core/ports/reactor-storage.port';
-import { InProcessJobDispatcher } from '../../lib/queue/in-process-job.dispatcher';
+import { InProcessJobDispatcher } from '../../lib/runtime/in-process-job.dispatcher';
 import { createMemoryAdapters } from '../../lib/storage/memory';
 import { FakeClock } from '../../lib/testing/fake-clock';
 import { RecordingMiddleware } from '../../lib/testing/recording.middleware';

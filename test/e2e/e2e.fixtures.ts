@@ -4,7 +4,7 @@ import type { ReactorBuilder } from '../../lib/core/definition/builder';
 import type { ReactorBlueprint } from '../../lib/core/definition/reactor-blueprint';
 import type { StepContext } from '../../lib/core/definition/step';
 import { failure, success } from '../../lib/core/results/step-outcome';
-import type { ReactorModuleOptions } from '../../lib/nest/reactor-module-options.interface';
+import type { ReactorModuleOptions } from '../../lib/config/reactor-module-options.interface';
 import { ReactorClient } from '../../lib/nest/reactor.client';
 import { Reactor } from '../../lib/nest/reactor.decorator';
 import { ReactorModule } from '../../lib/nest/reactor.module';

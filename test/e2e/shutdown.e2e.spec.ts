@@ -1,7 +1,7 @@
 import type Redis from 'ioredis';
-import { REACTOR_RUNTIME } from '../../lib/nest/reactor.constants';
+import { REACTOR_RUNTIME } from '../../lib/config/reactor.constants';
 import { ReactorModule } from '../../lib/nest/reactor.module';
-import type { RedisReactorRuntime } from '../../lib/queue/redis.runtime';
+import type { RedisReactorRuntime } from '../../lib/runtime/redis.runtime';
 import { RunProcessor } from '../../lib/queue/run.processor';
 import { createTestRedis } from '../setup/redis';
 import {

@@ -4,8 +4,11 @@ import { systemClock } from '../../lib/core/ports/clock.port';
 import { FakeClock } from '../../lib/testing/fake-clock';
 import { RecordingMiddleware } from '../../lib/testing/recording.middleware';
 import { ReactorClient } from '../../lib/nest/reactor.client';
-import { REACTOR_CLOCK, REACTOR_OPTIONS } from '../../lib/nest/reactor.constants';
-import type { ReactorModuleAsyncOptions, ReactorModuleOptions } from '../../lib/nest/reactor-module-options.interface';
+import { REACTOR_CLOCK, REACTOR_OPTIONS } from '../../lib/config/reactor.constants';
+import type {
+  ReactorModuleAsyncOptions,
+  ReactorModuleOptions,
+} from '../../lib/config/reactor-module-options.interface';
 import { resolveReactorModuleOptions } from '../../lib/nest/reactor-module.options';
 import { ReactorModule } from '../../lib/nest/reactor.module';
 import { CapturingLogger, ORDER_PROVIDERS, OrderReactor } from './fixtures';

@@ -6,7 +6,7 @@ import { newRunState } from '../../lib/core';
 import type { LockManager } from '../../lib/core/ports/lock-manager.port';
 import type { ReactorStorage } from '../../lib/core/ports/reactor-storage.port';
 import { ReactorClient } from '../../lib/nest/reactor.client';
-import { REACTOR_LOCKS, REACTOR_STORAGE } from '../../lib/nest/reactor.constants';
+import { REACTOR_LOCKS, REACTOR_STORAGE } from '../../lib/config/reactor.constants';
 import { ReactorModule } from '../../lib/nest/reactor.module';
 import { ReactorSweeper } from '../../lib/sweepers/reactor.sweeper';
 import { SweeperScheduler } from '../../lib/sweepers/sweeper.scheduler';

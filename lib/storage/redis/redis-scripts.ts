@@ -1,6 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { Cluster, Redis } from 'ioredis';
+import { InternalError } from '../../core';
 
 /** A connection the Redis adapters accept: a standalone client or a cluster client. */
 export type RedisConnection = Redis | Cluster;
@@ -62,7 +63,7 @@ export function resolveScriptsDir(): string {
     }
     if (dirname(dir) === dir) break;
   }
-  throw new Error(
+  throw new InternalError(
     `nest-reactor could not find its Lua scripts (${MARKER}); looked in ${tried.slice(0, 4).join(', ')}, ... ` +
       'A build must copy lib/scripts/*.lua to dist/lib/scripts/.',
   );
@@ -73,7 +74,7 @@ function source(name: ScriptName): { lua: string; numberOfKeys: number } {
   if (!script) {
     const file = SCRIPT_FILES[name];
     const keys = /-(\d+)\.lua$/.exec(file);
-    if (!keys) throw new Error(`Script file name '${file}' does not end in -<numberOfKeys>.lua.`);
+    if (!keys) throw new InternalError(`Script file name '${file}' does not end in -<numberOfKeys>.lua.`);
     const dir = resolveScriptsDir();
     const lua = readFileSync(join(dir, file), 'utf8').replace(INCLUDE, (_, fragment: string) =>
       readFileSync(join(dir, 'includes', `${fragment}.lua`), 'utf8'),
@@ -111,10 +112,11 @@ export async function runScript(
   args: ReadonlyArray<string | number>,
 ): Promise<unknown> {
   if (keys.length !== source(name).numberOfKeys) {
-    throw new Error(`Script '${name}' takes ${source(name).numberOfKeys} keys, got ${keys.length}.`);
+    throw new InternalError(`Script '${name}' takes ${source(name).numberOfKeys} keys, got ${keys.length}.`);
   }
   const command = (redis as unknown as Record<string, ScriptCommand | undefined>)[COMMAND_PREFIX + name];
-  if (!command) throw new Error(`Script '${name}' is not defined on this Redis client; call defineScripts first.`);
+  if (!command)
+    throw new InternalError(`Script '${name}' is not defined on this Redis client; call defineScripts first.`);
   return command.call(redis, ...keys, ...args);
 }
 
@@ -127,6 +129,6 @@ export async function runIntegerScript(
 ): Promise<number> {
   const reply = await runScript(redis, name, keys, args);
   if (typeof reply !== 'number')
-    throw new Error(`Script '${name}' returned ${JSON.stringify(reply)}, expected an integer.`);
+    throw new InternalError(`Script '${name}' returned ${JSON.stringify(reply)}, expected an integer.`);
   return reply;
 }

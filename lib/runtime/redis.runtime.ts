@@ -1,18 +1,15 @@
 import type { LoggerService } from '@nestjs/common';
 import type { Queue } from 'bullmq';
 import Redis from 'ioredis';
-import type { JobHandler } from '../core/ports/job-dispatcher.port';
-import type { ResolvedReactorModuleOptions } from '../nest/reactor-module-options.interface';
-import type { ReactorRuntime } from '../nest/reactor-runtime.interface';
-import { messages } from '../nest/reactor.messages';
+import { ConfigurationError, type JobHandler } from '../core';
+import { type ResolvedReactorModuleOptions, type ReactorRuntime, messages, type ReactorWorkerHost } from '../config';
 import { RedisKeys } from '../storage/redis/redis.keys';
 import { RedisLockManager } from '../storage/redis/redis-lock.manager';
 import { RedisMapStore } from '../storage/redis/redis-map.store';
 import { RedisReactorStorage } from '../storage/redis/redis-reactor.storage';
 import type { RedisConnection } from '../storage/redis/redis-scripts';
-import { BullMqJobDispatcher } from './bullmq-job.dispatcher';
-import { bullMqPrefix, REACTOR_QUEUE_NAME } from './queue.constants';
-import type { ReactorWorkerHost } from './reactor-worker-host.interface';
+import { BullMqJobDispatcher } from '../queue/bullmq-job.dispatcher';
+import { bullMqPrefix, REACTOR_QUEUE_NAME } from '../queue/queue.constants';
 
 /**
  * The Redis runtime: {@link RedisReactorStorage} and {@link RedisLockManager} on one ioredis
@@ -55,7 +52,7 @@ export class RedisReactorRuntime implements ReactorRuntime {
     private readonly logger: LoggerService,
   ) {
     const redis = options.redis;
-    if (!redis) throw new Error('RedisReactorRuntime needs the redis option.');
+    if (!redis) throw new ConfigurationError('RedisReactorRuntime needs the redis option.', 'redis');
     if ('url' in redis) {
       const client = new Redis(redis.url, { connectionName: 'nest-reactor' });
       // NOTE: ioredis re-emits the same error on every reconnect attempt; log each new one once.
@@ -95,7 +92,7 @@ export class RedisReactorRuntime implements ReactorRuntime {
   /** Start the BullMQ worker (unless `workers: false`). */
   startWorkers(handler: JobHandler): void {
     if (!this.options.workers || this.started || this.stopping) return;
-    if (!this.host) throw new Error(messages.workerNotRegistered());
+    if (!this.host) throw new ConfigurationError(messages.workerNotRegistered());
     this.started = true;
     this.host.start(handler);
   }
@@ -178,14 +175,17 @@ function settled(redis: RedisConnection, events: string[], ms: number): Promise<
 function checkedConnection(value: unknown): RedisConnection {
   const connection = value as Partial<Redis> & { isCluster?: boolean; options?: Record<string, unknown> };
   if (typeof connection.defineCommand !== 'function' || typeof connection.duplicate !== 'function') {
-    throw new Error(messages.redisConnectionInvalid(value));
+    throw new ConfigurationError(messages.redisConnectionInvalid(value), 'redis.connection');
   }
   const redisOptions = (
     connection.isCluster ? (connection.options?.redisOptions ?? {}) : (connection.options ?? {})
   ) as { maxRetriesPerRequest?: number | null };
   // Same rule as BullMQ's (it throws on a truthy value when the worker duplicates the connection).
   if (redisOptions.maxRetriesPerRequest) {
-    throw new Error(messages.redisConnectionRetries(redisOptions.maxRetriesPerRequest));
+    throw new ConfigurationError(
+      messages.redisConnectionRetries(redisOptions.maxRetriesPerRequest),
+      'redis.connection',
+    );
   }
   return connection as unknown as RedisConnection;
 }

@@ -1,5 +1,4 @@
-import { systemClock, type Clock } from '../core/ports/clock.port';
-import type { JobDispatcher, JobHandler, ReactorJob } from '../core/ports/job-dispatcher.port';
+import { systemClock, type Clock, type JobDispatcher, type JobHandler, type ReactorJob } from '../core';
 
 /**
  * The embedded runtime's dispatcher: jobs run in this process, after their delay, on the same

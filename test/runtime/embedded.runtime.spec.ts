@@ -1,7 +1,7 @@
 import type { ReactorJob } from '../../lib/core/ports/job-dispatcher.port';
 import { systemClock } from '../../lib/core/ports/clock.port';
-import { EmbeddedReactorRuntime } from '../../lib/nest/embedded.runtime';
-import { CapturingLogger } from './fixtures';
+import { EmbeddedReactorRuntime } from '../../lib/runtime/embedded.runtime';
+import { CapturingLogger } from '../nest/fixtures';
 
 const job: ReactorJob = { kind: 'resume', runId: 'r1', reactorName: 'order' };
 

@@ -1,7 +1,5 @@
-import type { JobDispatcher, JobHandler } from '../core/ports/job-dispatcher.port';
-import type { LockManager } from '../core/ports/lock-manager.port';
-import type { MapStore } from '../core/ports/map-store.port';
-import type { ReactorStorage } from '../core/ports/reactor-storage.port';
+import type { JobDispatcher, JobHandler, LockManager, MapStore, ReactorStorage } from '../core';
+import type { ReactorWorkerHost } from './reactor-worker-host.interface';
 
 /**
  * A runtime: the adapters the engine runs on, and how its workers start and stop. The embedded
@@ -21,6 +19,13 @@ export interface ReactorRuntime {
    * earlier wait until then.
    */
   startWorkers(handler: JobHandler): void | Promise<void>;
+  /**
+   * Take the worker that consumes this runtime's jobs, when that worker is built by Nest rather
+   * than by the runtime: the Redis runtime's worker is the `RunProcessor` (`@nestjs/bullmq` builds
+   * its BullMQ `Worker`), which calls this when Nest constructs it. The embedded runtime delivers
+   * its jobs itself and has no such method.
+   */
+  attachWorkerHost?(host: ReactorWorkerHost): void;
   /** Stop taking jobs. Idempotent; called before application shutdown. */
   stopWorkers(): Promise<void>;
   /** Release what the runtime created (never a connection the application passed in). Idempotent. */

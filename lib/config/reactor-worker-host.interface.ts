@@ -1,4 +1,4 @@
-import type { JobHandler } from '../core/ports/job-dispatcher.port';
+import type { JobHandler } from '../core';
 
 /**
  * What the Redis runtime needs of its BullMQ worker: start consuming, and stop (drain, then force).

@@ -1,13 +1,11 @@
 import type { LoggerService } from '@nestjs/common';
-import type { Clock } from '../core/ports/clock.port';
-import type { JobHandler } from '../core/ports/job-dispatcher.port';
-import { InProcessJobDispatcher } from '../queue/in-process-job.dispatcher';
+import type { Clock, JobHandler } from '../core';
+import { InProcessJobDispatcher } from './in-process-job.dispatcher';
 import { createMemoryAdapters } from '../storage/memory/create-memory-adapters';
 import type { MemoryLockManager } from '../storage/memory/memory-lock.manager';
 import type { MemoryMapStore } from '../storage/memory/memory-map.store';
 import type { MemoryReactorStorage } from '../storage/memory/memory-reactor.storage';
-import type { ReactorRuntime } from './reactor-runtime.interface';
-import { messages } from './reactor.messages';
+import { type ReactorRuntime, messages } from '../config';
 
 /**
  * The embedded runtime: in-memory storage and locks sharing one lease table, and an in-process

@@ -1,6 +1,5 @@
 import type { InjectionToken, ModuleMetadata, OptionalFactoryDependency } from '@nestjs/common';
-import type { ReactorMiddleware } from '../core/middleware/events';
-import type { Clock } from '../core/ports/clock.port';
+import type { ReactorMiddleware, Clock } from '../core';
 
 /** Where the Redis runtime connects: a URL, or a connection the application owns. */
 export type ReactorRedisOptions =

@@ -1,13 +1,14 @@
 import { getQueueToken } from '@nestjs/bullmq';
 import { Logger, type Provider } from '@nestjs/common';
 import type { Queue } from 'bullmq';
-import type { Clock } from '../core/ports/clock.port';
+import { ConfigurationError, type Clock } from '../core';
 import { REACTOR_QUEUE_NAME } from '../queue/queue.constants';
-import { RedisReactorRuntime } from '../queue/redis.runtime';
+import { RedisReactorRuntime } from './redis.runtime';
 import { EmbeddedReactorRuntime } from './embedded.runtime';
-import type { ReactorRuntimeKind, ResolvedReactorModuleOptions } from './reactor-module-options.interface';
-import type { ReactorRuntime } from './reactor-runtime.interface';
 import {
+  type ReactorRuntimeKind,
+  type ResolvedReactorModuleOptions,
+  type ReactorRuntime,
   REACTOR_CLOCK,
   REACTOR_DISPATCHER,
   REACTOR_LOCKS,
@@ -15,8 +16,8 @@ import {
   REACTOR_OPTIONS,
   REACTOR_RUNTIME,
   REACTOR_STORAGE,
-} from './reactor.constants';
-import { messages } from './reactor.messages';
+  messages,
+} from '../config';
 
 /**
  * Build the runtime the options ask for: with `redis`, the Redis runtime on the module's BullMQ
@@ -32,7 +33,7 @@ export function createReactorRuntime(
   if (options.redis) {
     // The module only has the queue when it was declared with the Redis runtime (forRoot with
     // `redis`, or forRootAsync with runtime: 'redis'); the options factory checks they agree.
-    if (!queue) throw new Error(messages.runtimeMismatch('embedded'));
+    if (!queue) throw new ConfigurationError(messages.runtimeMismatch('embedded'), 'runtime');
     return new RedisReactorRuntime(options, queue, logger);
   }
   logger.warn(messages.embeddedRuntimeWarning());
