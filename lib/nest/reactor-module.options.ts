@@ -1,4 +1,6 @@
-import { ConfigurationError, systemClock, type Clock, type ReactorMiddleware } from '../core';
+import { ConfigurationError, ENGINE_DEFAULTS, systemClock, type Clock, type ReactorMiddleware } from '../core';
+import { DEFAULT_MAX_CONTEXT_BYTES } from '../storage/run-state.codec';
+import { DEFAULT_CONTEXT_TTL_MS } from '../storage/redis/redis-reactor.storage';
 import { describeValidSweepIntervals, sweepCronExpression } from '../sweepers/sweep-schedule';
 import {
   type ReactorModuleOptions,
@@ -11,16 +13,16 @@ import {
 /** Defaults of {@link ReactorModuleOptions}, in one place. */
 export const REACTOR_MODULE_DEFAULTS = Object.freeze({
   prefix: 'reactor',
-  leaseTtlMs: 60_000,
+  leaseTtlMs: ENGINE_DEFAULTS.leaseTtlMs,
   checkpointMinIntervalMs: 0,
-  snoozeDelayMs: 5_000,
+  snoozeDelayMs: ENGINE_DEFAULTS.snoozeDelayMs,
   global: true,
   sweeper: Object.freeze({ enabled: true, intervalMs: 30_000 }),
   workers: true,
   workerConcurrency: 10,
   jobRetryCount: 3,
-  contextTtlMs: 24 * 60 * 60 * 1000,
-  maxContextBytes: 16 * 1024 * 1024,
+  contextTtlMs: DEFAULT_CONTEXT_TTL_MS,
+  maxContextBytes: DEFAULT_MAX_CONTEXT_BYTES,
   shards: 16,
   shutdownGraceMs: 10_000,
 });

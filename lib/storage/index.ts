@@ -20,6 +20,5 @@ export type {
   ScriptName,
 } from './redis';
 export { DEFAULT_MAX_CONTEXT_BYTES, encodeRunState, decodeRunState, brokenRunState } from './run-state.codec';
-export type { StorageSaveOptions, BrokenReason } from './run-state.codec';
 export { StorageErrorCode, CheckpointResult, storageError } from './storage-error-codes';
 export { normalizeTtlMs } from './lease-ttl';

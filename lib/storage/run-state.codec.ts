@@ -3,35 +3,12 @@ import {
   CorruptRecordError,
   RUN_STATE_SCHEMA_VERSION,
   type RunState,
+  type BrokenReason,
   type RunStatus,
-  type SaveOptions,
 } from '../core';
 
 /** Default limit on a serialized run: 16 MiB. */
 export const DEFAULT_MAX_CONTEXT_BYTES = 16 * 1024 * 1024;
-
-/**
- * Save options understood by the bundled adapters: the port's {@link SaveOptions} plus `reopen`.
- *
- * NOTE: `reopen` is proposed for the port. Without it no non-terminal state can ever replace a
- * terminal record, which is what protects finished runs from stale workers, but which also stops
- * `undo` of a completed run from checkpointing `rolling_back`.
- */
-export interface StorageSaveOptions extends SaveOptions {
-  /**
-   * Allow a non-terminal state to replace a terminal record (undo of a finished run). Only for a
-   * caller that knows the run is finished and holds its lease.
-   * @default false
-   */
-  reopen?: boolean;
-}
-
-/** Why {@link ReactorStorage.markBroken} fails a run. `exceptionClass` defaults to `CorruptRecordError`. */
-export interface BrokenReason {
-  code: string;
-  message: string;
-  exceptionClass?: string;
-}
 
 /**
  * Serialize `state` and enforce the size limit.

@@ -1,9 +1,9 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { ReactorEngine } from '../core';
+import { ENGINE_DEFAULTS, ReactorEngine } from '../core';
 import { type ResolvedReactorModuleOptions, REACTOR_OPTIONS } from '../config';
 
 /** Runs at most this many stalled runs per sweep (the oldest updates first). */
-export const SWEEP_LIMIT = 1000;
+export const SWEEP_LIMIT = ENGINE_DEFAULTS.sweepLimit;
 
 /** What one sweep re-enqueued. */
 export interface SweepResult {

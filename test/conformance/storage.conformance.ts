@@ -1,7 +1,6 @@
 import { ContextTooLargeError, CorruptRecordError, LeaseLostError } from '../../lib/core/errors';
 import type { RunState, RunStatus } from '../../lib/core/model/run-state';
 import type { SaveOptions } from '../../lib/core/ports';
-import type { StorageSaveOptions } from '../../lib/storage/run-state.codec';
 import { letTimePass, type AdapterFactory, type AdapterHarness, type HarnessOptions } from './adapter-harness';
 import { makeRunState, newRunId, T0 } from './run-state.factory';
 
@@ -287,7 +286,7 @@ export function describeStorageConformance(name: string, factory: AdapterFactory
         const done = makeRunState({ status: 'completed' });
         await h.storage.save(done);
         const rollingBack: RunState = { ...done, status: 'rolling_back', updatedAt: T0 + 5 };
-        const options: StorageSaveOptions = { reopen: true };
+        const options: SaveOptions = { reopen: true };
         await expect(h.storage.save(rollingBack, options as SaveOptions)).resolves.toBe(true);
         expect((await h.storage.load(done.runId))!.status).toBe('rolling_back');
         expect(await h.storage.listActive(10)).toEqual([done.runId]);

@@ -1,22 +1,18 @@
 import {
+  ENGINE_DEFAULTS,
   ReactorError,
   isTerminal,
   systemClock,
+  type BrokenReason,
   type ClaimResult,
   type Clock,
   type Lease,
   type ReactorStorage,
   type RunState,
   type RunStatus,
+  type SaveOptions,
 } from '../../core';
-import {
-  brokenRunState,
-  decodeRunState,
-  DEFAULT_MAX_CONTEXT_BYTES,
-  encodeRunState,
-  type BrokenReason,
-  type StorageSaveOptions,
-} from '../run-state.codec';
+import { brokenRunState, decodeRunState, DEFAULT_MAX_CONTEXT_BYTES, encodeRunState } from '../run-state.codec';
 import { normalizeTtlMs } from '../lease-ttl';
 import { CheckpointResult, StorageErrorCode, storageError } from '../storage-error-codes';
 import type { MemoryLockManager } from './memory-lock.manager';
@@ -77,7 +73,7 @@ export class MemoryReactorStorage implements ReactorStorage {
    * `createOnly` found an existing record or because the stored record is terminal and `state`
    * is not (see the class comment).
    */
-  async save(state: RunState, options: StorageSaveOptions = {}): Promise<boolean> {
+  async save(state: RunState, options: SaveOptions = {}): Promise<boolean> {
     const json = encodeRunState(state, this.maxContextBytes);
     if (options.leaseTtlMs !== undefined) normalizeTtlMs(options.leaseTtlMs, 'leaseTtlMs');
     const result = this.checkpoint(state, json, options);
@@ -144,7 +140,7 @@ export class MemoryReactorStorage implements ReactorStorage {
   }
 
   /** Mirror of `checkpoint-3.lua`, in the same order of checks. */
-  private checkpoint(state: RunState, json: string, options: StorageSaveOptions): number {
+  private checkpoint(state: RunState, json: string, options: SaveOptions): number {
     const { lease } = options;
     if (lease && options.acquireLease) {
       if (!this.locks) {
@@ -154,7 +150,8 @@ export class MemoryReactorStorage implements ReactorStorage {
         );
       }
       if (options.createOnly && this.runs.has(state.runId)) return CheckpointResult.Exists;
-      if (!this.locks.take(lease.key, options.leaseTtlMs ?? 60_000, lease.token)) return StorageErrorCode.LeaseLost;
+      if (!this.locks.take(lease.key, options.leaseTtlMs ?? ENGINE_DEFAULTS.leaseTtlMs, lease.token))
+        return StorageErrorCode.LeaseLost;
     } else if (lease) {
       if (!this.locks) {
         throw new ReactorError(

@@ -2,21 +2,16 @@ import {
   CorruptRecordError,
   isTerminal,
   systemClock,
+  type BrokenReason,
   type ClaimResult,
   type Clock,
   type Lease,
   type ReactorStorage,
   type RunState,
+  type SaveOptions,
 } from '../../core';
 import { normalizeTtlMs } from '../lease-ttl';
-import {
-  brokenRunState,
-  decodeRunState,
-  DEFAULT_MAX_CONTEXT_BYTES,
-  encodeRunState,
-  type BrokenReason,
-  type StorageSaveOptions,
-} from '../run-state.codec';
+import { brokenRunState, decodeRunState, DEFAULT_MAX_CONTEXT_BYTES, encodeRunState } from '../run-state.codec';
 import { CheckpointResult, isErrorCode, storageError } from '../storage-error-codes';
 import type { RedisKeys } from './redis.keys';
 import { defineScripts, runIntegerScript, runScript, type RedisConnection } from './redis-scripts';
@@ -80,7 +75,7 @@ export class RedisReactorStorage implements ReactorStorage {
    * @throws LeaseLostError when fenced by a lease this token no longer holds (nothing written).
    * @throws ContextTooLargeError over `maxContextBytes` (checked before sending).
    */
-  async save(state: RunState, options: StorageSaveOptions = {}): Promise<boolean> {
+  async save(state: RunState, options: SaveOptions = {}): Promise<boolean> {
     const json = encodeRunState(state, this.maxContextBytes);
     const { lease } = options;
     const leaseTtl = lease && options.leaseTtlMs !== undefined ? normalizeTtlMs(options.leaseTtlMs, 'leaseTtlMs') : 0;
