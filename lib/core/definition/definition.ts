@@ -4,16 +4,25 @@ import type { DtoClass, StepClass, StepContext, StepHandler } from './step';
 import type { MapResults } from '../results/map-results';
 import type { RetryPolicy } from './retry-policy';
 
-/** How a step's handler is found at run time. */
-export type HandlerSpec =
+/**
+ * The handler spec of each step kind, by kind. `name` is stable (it goes into the definition
+ * hash). A kind declared in its own file adds its spec here by declaration merging, next to its
+ * implementation (`declare module '../definition/definition' { interface HandlerSpecs { ... } }`),
+ * and registers the implementation in `steps/index.ts`, which refuses to compile until it does.
+ */
+export interface HandlerSpecs {
   /** A step class, resolved through the StepResolver (the Nest container in an app). */
-  | { kind: 'class'; stepClass: StepClass<never, unknown>; name: string }
+  class: { kind: 'class'; stepClass: StepClass<never, unknown>; name: string };
   /** A handler object or an inline function, used as is. */
-  | { kind: 'inline'; handler: StepHandler<never, unknown>; name: string }
+  inline: { kind: 'inline'; handler: StepHandler<never, unknown>; name: string };
   /** A composed child reactor, resolved by name. */
-  | { kind: 'compose'; reactorName: string; name: string }
+  compose: { kind: 'compose'; reactorName: string; name: string };
   /** A map of an element reactor over a collection. */
-  | { kind: 'map'; name: string; map: MapSpec };
+  map: { kind: 'map'; name: string; map: MapSpec };
+}
+
+/** How a step's handler is found at run time: one of {@link HandlerSpecs}. */
+export type HandlerSpec = HandlerSpecs[keyof HandlerSpecs];
 
 /** How a map step maps its element reactor over its source. */
 export interface MapSpec {

@@ -3,7 +3,7 @@
  * and saves through the parent; a failed child has rolled itself back, so the step has nothing to
  * compensate; undoing the step replays the child's own undos.
  */
-import type { HandlerSpec } from '../definition/definition';
+import type { HandlerSpecs } from '../definition/definition';
 import { InputValidationError } from '../errors/input-validation.error';
 import { InternalError } from '../errors/internal.error';
 import { childRunId } from '../model/keys';
@@ -14,7 +14,7 @@ import { Suspended } from '../results/suspension';
 import { describeFieldErrors, validateReactorInputs } from '../validation/validate';
 import type { StepKind } from './step-kind';
 
-type ComposeSpec = Extract<HandlerSpec, { kind: 'compose' }>;
+type ComposeSpec = HandlerSpecs['compose'];
 
 /** The kind of `compose` steps. */
 export const composeStep: StepKind<ComposeSpec> = {

@@ -3,7 +3,7 @@
  * handler object or inline function used as is. `run` is the body; `compensate` and `undo` are
  * optional, and capabilities follow from which methods exist.
  */
-import type { HandlerSpec } from '../definition/definition';
+import type { HandlerSpecs } from '../definition/definition';
 import type { StepHandler } from '../definition/step';
 import { UnexpectedResultError } from '../errors/step.error';
 import { errorMessage, type RollbackFailure } from '../model/failure';
@@ -11,7 +11,7 @@ import { Failure, isStepOutcome } from '../results/step-outcome';
 import { isStepSignal } from '../results/step-signal';
 import type { RollbackReport, StepKind, StepOf, StepScope } from './step-kind';
 
-type HandlerStepSpec = Extract<HandlerSpec, { kind: 'class' | 'inline' }>;
+type HandlerStepSpec = HandlerSpecs['class' | 'inline'];
 
 function handlerOf(scope: StepScope, step: StepOf<HandlerStepSpec>): StepHandler<never, unknown> {
   const spec = step.handler;

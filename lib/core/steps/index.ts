@@ -1,14 +1,14 @@
 /**
- * The registry of step kinds: one line per kind. A handler spec kind without a line here does not
- * compile (the mapped type below names every kind of `HandlerSpec`).
+ * The registry of step kinds: one line per kind. A kind of {@link HandlerSpecs} without a line here
+ * does not compile (the mapped type below names every kind).
  */
-import type { HandlerSpec, StepDefinition } from '../definition/definition';
+import type { HandlerSpecs, StepDefinition } from '../definition/definition';
 import { composeStep } from './compose.step';
 import { handlerStep } from './handler.step';
 import { mapStep } from './map.step';
 import type { StepKind } from './step-kind';
 
-const STEP_KINDS: { readonly [K in HandlerSpec['kind']]: StepKind<Extract<HandlerSpec, { kind: K }>> } = {
+const STEP_KINDS: { readonly [K in keyof HandlerSpecs]: StepKind<HandlerSpecs[K]> } = {
   class: handlerStep,
   inline: handlerStep,
   compose: composeStep,

@@ -3,13 +3,13 @@
  * (see `../map/map-runner.ts`). Compensating or undoing the step rolls back its completed
  * elements, highest index first; a fan-out map does it through element rollback jobs.
  */
-import type { HandlerSpec } from '../definition/definition';
+import type { HandlerSpecs } from '../definition/definition';
 import type { MapStep } from '../map/map-host';
 import { rollbackMap } from '../map/map-rollback';
 import { runMap } from '../map/map-runner';
 import type { RollbackReport, StepKind, StepScope } from './step-kind';
 
-type MapHandlerSpec = Extract<HandlerSpec, { kind: 'map' }>;
+type MapHandlerSpec = HandlerSpecs['map'];
 
 async function rollback(scope: StepScope, step: MapStep): Promise<RollbackReport> {
   const failures = await rollbackMap(scope, step);
