@@ -7,28 +7,42 @@ import tseslint from 'typescript-eslint';
 // lib/core is the Nest-free engine: no Nest, BullMQ or Redis client, and no relative import that
 // climbs out of lib/core (only lib/core/ports talks to the world). Whether a relative path leaves
 // lib/core depends on how deep the importing file sits, so there is one config block per depth:
-// from lib/core/engine.ts `../nest/x` leaves core; from lib/core/map/a.ts `../model/x` stays in core
+// from lib/core/index.ts `../nest/x` leaves core; from lib/core/map/a.ts `../model/x` stays in core
 // and `../../nest/x` leaves it; and so on. A path that climbs out and comes straight back in
 // (`../../core/...`) is allowed. Value and type-only imports and re-exports (`export ... from`) are
 // restricted; dynamic `import()`, `require()` and `import('x').T` types are not (lib/core has none).
 const CORE_BOUNDARY_MESSAGE =
   'lib/core is the Nest-free engine (DESIGN.md non-negotiable 1): talk to the world through lib/core/ports';
 const CORE_MAX_DEPTH = 8; // folders below lib/core; deeper files would get no rule, so keep this generous
+const boundaryPatterns = (depth) => [
+  { regex: '^(@nestjs|bullmq|ioredis)(/|$)', message: CORE_BOUNDARY_MESSAGE },
+  { regex: `^(\\./)?(\\.\\.(/|$)){${depth + 1}}(?!core(/|$))`, message: CORE_BOUNDARY_MESSAGE },
+];
 const coreBoundary = Array.from({ length: CORE_MAX_DEPTH + 1 }, (_, depth) => ({
   files: [['lib/core', ...Array(depth).fill('*'), '*.ts'].join('/')],
-  rules: {
-    '@typescript-eslint/no-restricted-imports': [
-      'error',
-      {
-        patterns: [
-          { regex: '^(@nestjs|bullmq|ioredis)(/|$)', message: CORE_BOUNDARY_MESSAGE },
-          // depth + 1 `..` segments (optionally after `./`) reach lib/ or above; re-entering lib/core is fine.
-          { regex: `^(\\./)?(\\.\\.(/|$)){${depth + 1}}(?!core(/|$))`, message: CORE_BOUNDARY_MESSAGE },
-        ],
-      },
-    ],
-  },
+  rules: { '@typescript-eslint/no-restricted-imports': ['error', { patterns: boundaryPatterns(depth) }] },
 }));
+// The ground floor of core: lib/core/model imports nothing else from core, and the ports import
+// only the model (docs/architecture.md). Flat config replaces a rule's options per file, so these
+// blocks repeat the boundary patterns of their depth.
+const floor = (files, regex, message) => ({
+  files,
+  rules: {
+    '@typescript-eslint/no-restricted-imports': ['error', { patterns: [...boundaryPatterns(1), { regex, message }] }],
+  },
+});
+const coreFloors = [
+  floor(
+    ['lib/core/model/*.ts'],
+    '^\\.\\./',
+    'lib/core/model is the ground floor of core: it imports nothing else from core',
+  ),
+  floor(
+    ['lib/core/ports/*.ts'],
+    '^\\.\\./(?!model(/|$))',
+    'lib/core/ports import only lib/core/model (and each other)',
+  ),
+];
 
 export default defineConfig(
   {
@@ -58,6 +72,7 @@ export default defineConfig(
     rules: { '@typescript-eslint/no-explicit-any': 'off' },
   },
   ...coreBoundary,
+  ...coreFloors,
   {
     // Node ES module scripts such as tools/check-import-cycles.mjs.
     files: ['tools/**/*.mjs'],
