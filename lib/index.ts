@@ -54,7 +54,7 @@ export type {
 export type { SweepResult } from './sweepers';
 
 // Definitions
-export { defineReactor, ReactorBuilder } from './core/definition/builder';
+export { defineReactor, ReactorBuilder } from './core';
 export type {
   StepUseOptions,
   ComposeOptions,
@@ -63,25 +63,25 @@ export type {
   MapOptions,
   MapElement,
   MapSource,
-} from './core/definition/builder';
-export type { MapResults, ElementOutcome } from './core/map/map-results';
-export { Ref } from './core/definition/ref';
-export type { ArgRefs, Path, PathValue } from './core/definition/ref';
-export type { ReactorDefinition, ReactorOptions, BackgroundOption } from './core/definition/definition';
+} from './core';
+export type { MapResults, ElementOutcome } from './core';
+export { Ref } from './core';
+export type { ArgRefs, Path, PathValue } from './core';
+export type { ReactorDefinition, ReactorOptions, BackgroundOption } from './core';
 export type {
   ReactorBlueprint,
   ReactorClass,
   ReactorInputOf,
   ReactorOutputOf,
-} from './core/definition/reactor-blueprint';
-export type { StepHandler, StepContext, StepOptions, InlineStep, StepClass, DtoClass } from './core/definition/step';
-export type { InputOptions, InputSpec, InputType } from './core/definition/input-spec';
-export type { RetryOptions } from './core/definition/retry-policy';
+} from './core';
+export type { StepHandler, StepContext, StepOptions, InlineStep, StepClass, DtoClass } from './core';
+export type { InputOptions, InputSpec, InputType } from './core';
+export type { RetryOptions } from './core';
 
 // Step outcomes and signals
-export { success, skipped, halt, failure, Success, Skipped, Halt, Failure } from './core/results/step-outcome';
-export type { StepOutcome } from './core/results/step-outcome';
-export { succeedStep, failStep, haltStep, skipStep, isStepSignal } from './core/results/step-signal';
+export { success, skipped, halt, failure, Success, Skipped, Halt, Failure } from './core';
+export type { StepOutcome } from './core';
+export { succeedStep, failStep, haltStep, skipStep, isStepSignal } from './core';
 
 // Run outcomes and state
 export type {
@@ -95,12 +95,12 @@ export type {
   RunFailure,
   RollbackFailure,
   RollbackFailureReason,
-} from './core/results/run-outcome';
-export type { RunStatus, TraceEntry } from './core/model/run-state';
-export type { RunView, RunOptions } from './core/engine';
+} from './core';
+export type { RunStatus, TraceEntry } from './core';
+export type { RunView, RunOptions } from './core';
 
 // Middleware
-export type { ReactorMiddleware, ReactorEvent, ReactorEventType } from './core/middleware/events';
+export type { ReactorMiddleware, ReactorEvent, ReactorEventType } from './core';
 
 // Errors
 export {
@@ -117,12 +117,14 @@ export {
   CorruptRecordError,
   DefinitionChangedError,
   WaitTimeoutError,
-} from './core/errors';
-export type { ReactorErrorCode, FieldErrors, SerializedError } from './core/errors';
+  ConfigurationError,
+  InternalError,
+} from './core';
+export type { ReactorErrorCode, FieldErrors, SerializedError } from './core';
 
 // Engine and ports, for use without Nest and for custom adapters
-export { ReactorEngine } from './core/engine';
-export type { ReactorEngineOptions, EngineLogger } from './core/engine';
+export { ReactorEngine } from './core';
+export type { ReactorEngineOptions, EngineLogger } from './core';
 export type {
   ReactorStorage,
   SaveOptions,
@@ -139,9 +141,9 @@ export type {
   MapStore,
   ElementClaim,
   ElementSettled,
-} from './core/ports';
-export type { MapMeta, MapProgress, ElementRecord, MapRollbackProgress } from './core/model';
-export { systemClock } from './core/ports';
+} from './core';
+export type { MapMeta, MapProgress, ElementRecord, MapRollbackProgress } from './core';
+export { systemClock } from './core';
 
 // Adapters, for wiring the engine without Nest (workers, scripts) or testing custom ones
 export { RedisKeys, RedisReactorStorage, RedisLockManager, RedisMapStore } from './storage/redis';

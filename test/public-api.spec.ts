@@ -19,6 +19,8 @@ describe('public API', () => {
       'ReactorEngine',
       'DefinitionError',
       'InputValidationError',
+      'ConfigurationError',
+      'InternalError',
     ]) {
       expect(api).toHaveProperty(name);
     }
@@ -28,6 +30,9 @@ describe('public API', () => {
       'InProcessJobDispatcher',
       'EmbeddedReactorRuntime',
       'MemoryReactorStorage',
+      'RunScope',
+      'stepKindOf',
+      'DefinitionRegistry',
     ]) {
       expect(api).not.toHaveProperty(internal);
     }
