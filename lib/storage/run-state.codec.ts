@@ -2,6 +2,8 @@ import {
   ContextTooLargeError,
   CorruptRecordError,
   RUN_STATE_SCHEMA_VERSION,
+  newRunState,
+  runFailure,
   type RunState,
   type BrokenReason,
   type RunStatus,
@@ -101,29 +103,14 @@ export function brokenRunState(
   const previous = salvage(previousRaw);
   const name = reactorName ?? previous.reactorName ?? 'unknown';
   return {
-    schemaVersion: RUN_STATE_SCHEMA_VERSION,
-    runId,
-    reactorName: name,
-    definitionHash: previous.definitionHash ?? '',
+    ...newRunState({ name, hash: previous.definitionHash ?? '' }, runId, {}, previous.createdAt ?? now),
     status: 'failed',
-    inputs: {},
-    results: {},
-    completed: [],
-    undoStack: [],
-    attempts: {},
-    trace: [],
-    children: {},
-    failure: {
+    failure: runFailure({
       message: reason.message,
       code: reason.code,
       reactorName: name,
       exceptionClass: reason.exceptionClass ?? 'CorruptRecordError',
-      errorMessage: reason.message,
-      retryable: false,
-      inputs: {},
-      rollbackFailures: [],
-    },
-    createdAt: previous.createdAt ?? now,
+    }),
     updatedAt: now,
     finishedAt: now,
   };

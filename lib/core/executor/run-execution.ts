@@ -38,7 +38,8 @@ import type { RollbackFailure } from '../model/failure';
 import type { RunState } from '../model/run-state';
 import { outcomeOf, type RunOutcome } from '../results/run-outcome';
 import { RollbackSuspended } from '../results/suspension';
-import type { ChildExecution, ChildSaving } from '../steps/step-kind';
+import type { NestedExecution } from '../map/map-host';
+import type { ChildSaving } from '../steps/step-kind';
 import type { ExecutionEnv, Saver } from './execution-env';
 import { finishRollback, rollback, undoAll, undoEntry } from './rollback';
 import { RunScope } from './run-scope';
@@ -48,7 +49,7 @@ import { runStep, stepFailed, type StepFailed, type StepResult } from './step-ru
 type Handoff = { mode: NonNullable<RunState['handoff']>; delayMs: number };
 
 /** Runs (or resumes) one run of a reactor. */
-export class RunExecution extends RunScope implements ChildExecution {
+export class RunExecution extends RunScope implements NestedExecution {
   private lastCheckpoint = 0;
 
   constructor(def: ReactorDefinition, state: RunState, env: ExecutionEnv, save: Saver, root = true) {

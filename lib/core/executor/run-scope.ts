@@ -6,7 +6,8 @@ import type { ReactorEvent } from '../middleware/events';
 import type { RunState, TraceEntry } from '../model/run-state';
 import type { JobKind } from '../ports/job-dispatcher.port';
 import type { MapStore } from '../ports/map-store.port';
-import type { ChildExecution, ChildSaving, StepScope } from '../steps/step-kind';
+import type { NestedExecution } from '../map/map-host';
+import type { ChildSaving, StepScope } from '../steps/step-kind';
 import type { ExecutionEnv, Saver } from './execution-env';
 
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
@@ -36,7 +37,7 @@ export abstract class RunScope implements StepScope {
     readonly root: boolean,
   ) {}
 
-  abstract child(def: ReactorDefinition, state: RunState, saving: ChildSaving): ChildExecution;
+  abstract child(def: ReactorDefinition, state: RunState, saving: ChildSaving): NestedExecution;
 
   get owner(): { runId: string; reactorName: string } {
     return this.env.owner ?? { runId: this.state.runId, reactorName: this.def.name };

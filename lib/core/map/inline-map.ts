@@ -6,7 +6,7 @@ import type { MapRecord } from '../model/run-state';
 import { newRunState, type RunState } from '../model/run-state';
 import { Halt, type StepOutcome } from '../results/step-outcome';
 import { describeFieldErrors, validateReactorInputs } from '../validation/validate';
-import type { ElementExecution, MapHost } from './map-host';
+import type { NestedExecution, MapHost } from './map-host';
 import { elementInputs, failedRecord, finishResults, mapFailure, recordOf, rollbackStateOf } from './map-elements';
 import { ArrayResults } from './map-results';
 /** Run one element in this process; returns its record and its final state. */
@@ -17,7 +17,7 @@ async function runElementInline(
   mapId: string,
   index: number,
   element: unknown,
-): Promise<{ record: ElementRecord; state?: RunState; execution?: ElementExecution }> {
+): Promise<{ record: ElementRecord; state?: RunState; execution?: NestedExecution }> {
   const elementDef = host.definition(spec.elementReactor);
   let raw: Record<string, unknown>;
   try {
@@ -58,7 +58,7 @@ export async function runInline(
   let stop = false;
   let index = 0;
 
-  const settle = (i: number, result: { record: ElementRecord; state?: RunState; execution?: ElementExecution }) => {
+  const settle = (i: number, result: { record: ElementRecord; state?: RunState; execution?: NestedExecution }) => {
     records[i] = result.record;
     if (result.record.status === 'completed') {
       const kept = rollbackStateOf(result.state, result.execution);

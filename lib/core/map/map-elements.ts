@@ -8,7 +8,7 @@ import { NestedFailure } from '../results/nested-failure';
 import { InternalError } from '../errors/internal.error';
 import { describeError, runFailure } from '../model/failure';
 import type { ArrayResults, ResultEnumerator } from './map-results';
-import type { ElementExecution, MapHost } from './map-host';
+import type { NestedExecution, MapHost } from './map-host';
 
 /** The inputs of one element: element sources read the element, others the parent run. */
 export function elementInputs(host: MapHost, spec: MapSpec, element: unknown): Record<string, unknown> {
@@ -55,7 +55,7 @@ export function recordOf(outcome: RunOutcome): ElementRecord {
 /** What of an element's final state is kept for its rollback (nothing when it has nothing to undo). */
 export function rollbackStateOf(
   state: RunState | undefined,
-  execution: ElementExecution | undefined,
+  execution: NestedExecution | undefined,
 ): RunState | undefined {
   if (!state || !execution || !execution.hasUndoWork()) return undefined;
   return { ...state, trace: [], results: {} };

@@ -10,14 +10,20 @@ import type { RunOutcome } from '../results/run-outcome';
 /** A map step: a step whose handler is a map spec. */
 export type MapStep = StepDefinition & { readonly handler: { readonly kind: 'map'; readonly map: MapSpec } };
 
-/** What the map runner needs of one element's execution in this process. */
-export interface ElementExecution {
+/** An execution of a nested run in this process (a map element, a composed child). */
+export interface NestedExecution {
+  /** Run it until it completes, fails, halts or waits. */
   execute(resumed: boolean): Promise<RunOutcome>;
+  /** Undo every step on its undo stack, newest first. */
   undoAll(): Promise<RollbackFailure[]>;
+  /** Whether undoing it would do anything. */
   hasUndoWork(): boolean;
 }
 
-/** What the map runner needs from the execution that runs the map step. */
+/**
+ * What the map runner needs from the execution that runs the map step (a narrow view of the
+ * step kinds' `StepScope`, which extends it).
+ */
 export interface MapHost {
   readonly def: ReactorDefinition;
   readonly state: RunState;
@@ -30,7 +36,7 @@ export interface MapHost {
   definition(name: string): ReactorDefinition;
   resolveSource(source: ArgSource, element?: unknown): unknown;
   /** An execution of an element in this process; `'none'`: it saves nowhere (inline elements are not checkpointed). */
-  child(def: ReactorDefinition, state: RunState, saving: 'none'): ElementExecution;
+  child(def: ReactorDefinition, state: RunState, saving: 'none'): NestedExecution;
   save(): Promise<void>;
   dispatchMapJobs(
     mapId: string,

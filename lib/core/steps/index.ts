@@ -20,12 +20,4 @@ export function stepKindOf(step: StepDefinition): StepKind {
   return STEP_KINDS[step.handler.kind] as StepKind;
 }
 
-export type {
-  ChildExecution,
-  ChildSaving,
-  LinkedReactor,
-  RollbackReport,
-  StepKind,
-  StepOf,
-  StepScope,
-} from './step-kind';
+export type { ChildSaving, LinkedReactor, RollbackReport, StepKind, StepOf, StepScope } from './step-kind';

@@ -5,61 +5,27 @@
  * {@link StepKind} plus one line in `./index.ts`.
  */
 import type { HandlerSpec, ReactorDefinition, StepDefinition } from '../definition/definition';
-import type { ArgSource } from '../definition/ref';
 import type { StepContext } from '../definition/step';
 import type { RollbackFailure } from '../model/failure';
 import type { RunState, UndoEntry } from '../model/run-state';
-import type { JobKind } from '../ports/job-dispatcher.port';
-import type { MapStore } from '../ports/map-store.port';
-import type { RunOutcome } from '../results/run-outcome';
+import type { MapHost, NestedExecution } from '../map/map-host';
 import type { StepOutcome } from '../results/step-outcome';
 import type { Suspended } from '../results/suspension';
 
 /** A step whose handler is of spec `S`. */
 export type StepOf<S extends HandlerSpec> = StepDefinition & { readonly handler: S };
 
-/** An execution of a nested run (a composed child or a map element) inside the current one. */
-export interface ChildExecution {
-  /** Run it until it completes, fails, halts or waits. */
-  execute(resumed: boolean): Promise<RunOutcome>;
-  /** Undo every step on its undo stack, newest first. */
-  undoAll(): Promise<RollbackFailure[]>;
-  /** Whether undoing it would do anything. */
-  hasUndoWork(): boolean;
-}
-
 /** How a nested execution saves: through the current run (composed children), or not at all. */
 export type ChildSaving = 'through-parent' | 'none';
 
-/** What a step kind may use of the run that invokes it. */
-export interface StepScope {
-  readonly def: ReactorDefinition;
-  readonly state: RunState;
-  /** The top-level run (a fan-out map resumes it). */
-  readonly owner: { runId: string; reactorName: string };
-  /** This execution is a map element: nested maps run inline. */
-  readonly inElement: boolean;
-  /** Storage of fan-out maps, when this process can fan out (it has a map store and a dispatcher). */
-  readonly maps?: MapStore;
-  now(): number;
-  /** A registered definition by name. */
-  definition(name: string): ReactorDefinition;
+/** What a step kind may use of the run that invokes it: what a map needs, and a little more. */
+export interface StepScope extends MapHost {
   /** The instance that runs a step class (the Nest container in an app). */
   resolve<T>(stepClass: new (...args: never[]) => T): T;
-  /** What a step's callbacks receive besides their arguments. */
+  /** What a step's callbacks receive besides their arguments (`attempt`: the step's attempts so far). */
   context(step: StepDefinition, attempt?: number): StepContext;
-  /** Resolve a source against the run (and, for `element` sources, the current element). */
-  resolveSource(source: ArgSource, element?: unknown): unknown;
   /** A nested execution of `def` over `state`. */
-  child(def: ReactorDefinition, state: RunState, saving: ChildSaving): ChildExecution;
-  /** Checkpoint the run (fenced by its lease). */
-  save(): Promise<void>;
-  /** Enqueue map jobs for the owner run. */
-  dispatchMapJobs(
-    mapId: string,
-    indices: number[],
-    kind: Extract<JobKind, 'map-element' | 'map-rollback'>,
-  ): Promise<void>;
+  child(def: ReactorDefinition, state: RunState, saving: ChildSaving): NestedExecution;
 }
 
 /** What a kind's compensate or undo did. */
