@@ -1,19 +1,19 @@
 --[[
-  Lock, then load: take a run's lease and, if taken, read the run's state, in one round trip.
+  Lock, then load: take a run's lease and, if taken, read the run's record, in one round trip.
   Used when a worker (or the caller) starts executing a run.
 
   Input:
     KEYS[1]  run lease   STRING the holder's token
-    KEYS[2]  run record  HASH   field `state` (JSON)
+    KEYS[2]  run record  HASH   the run's fields (see checkpoint-3.lua)
 
     ARGV[1]  lease token (random, chosen by the caller)
     ARGV[2]  lease TTL (ms)
 
   Output:
-    {0}          the lease is held by someone else; nothing read
-    {1}          lease taken; no record (the run expired or never existed)
-    {1, state}   lease taken; the run's JSON state
-    -2           invalid argument
+    {0}                             the lease is held by someone else; nothing read
+    {1}                             lease taken; no record (the run expired or never existed)
+    {1, field, value, field, ...}   lease taken; the run's fields (HGETALL)
+    -2                              invalid argument
 ]]
 local ttl = tonumber(ARGV[2])
 if not ttl or ttl <= 0 then
@@ -22,8 +22,6 @@ end
 if not redis.call("SET", KEYS[1], ARGV[1], "NX", "PX", ttl) then
   return {0}
 end
-local state = redis.call("HGET", KEYS[2], "state")
-if not state then
-  return {1}
-end
-return {1, state}
+local fields = redis.call("HGETALL", KEYS[2])
+table.insert(fields, 1, 1)
+return fields

@@ -1,30 +1,37 @@
 --[[
-  Checkpoint one run: the engine's hot-path write, in one round trip.
+  Checkpoint one run: the engine's hot-path write, in one round trip. It writes a delta: the
+  fields the run changed since its last write (its header, the new step's result, attempts and
+  trace entries, the undo entries pushed or popped), or the whole record when `full` is set.
 
   In order: check the fencing lease (when a token is given); honour createOnly; refuse to replace
-  a terminal record with a non-terminal state (a stale writer) unless reopening; write the record;
-  re-stamp its retention TTL; refresh the lease TTL; add the run to its shard's index of
-  non-terminal runs, or remove it once terminal. Lua never decodes the JSON: the status and a
-  terminal flag are stored beside it.
+  a terminal record with a non-terminal state (a stale writer) unless reopening; write the fields
+  (a full write deletes the record first); re-stamp its retention TTL; refresh the lease TTL; add
+  the run to its shard's index of non-terminal runs, or remove it once terminal. Lua never decodes
+  the JSON: the status and a terminal flag are stored beside it.
 
   Input:
-    KEYS[1]  run record        HASH   fields: state (JSON), status, terminal ("1"/"0"), broken
+    KEYS[1]  run record        HASH   fields: state (header JSON), inputs, r:<step>, u:<n>, t:<n>,
+                                      a:<step>, c:<step>, m:<step> (see run-record.codec.ts), and
+                                      status, terminal ("1"/"0"), broken
     KEYS[2]  run lease         STRING the holder's token
     KEYS[3]  shard index       ZSET   member = run id, score = updatedAt (ms)
 
     ARGV[1]  run id
-    ARGV[2]  state (JSON)
-    ARGV[3]  status
-    ARGV[4]  terminal: "1" or "0"
-    ARGV[5]  updatedAt (ms), the index score
-    ARGV[6]  retention TTL (ms) of the record
-    ARGV[7]  lease token; "" for an unfenced write
-    ARGV[8]  lease TTL (ms) to refresh the lease to; "0" leaves it alone
-    ARGV[9]  createOnly: "1" or "0"
-    ARGV[10] reopen: "1" lets a non-terminal state replace a terminal record
-    ARGV[11] releaseLease: "1" deletes the lease after writing (the run's final save)
-    ARGV[12] acquireLease: "1" takes the lease (SET NX PX with the token) instead of checking it:
+    ARGV[2]  status
+    ARGV[3]  terminal: "1" or "0"
+    ARGV[4]  updatedAt (ms), the index score
+    ARGV[5]  retention TTL (ms) of the record
+    ARGV[6]  lease token; "" for an unfenced write
+    ARGV[7]  lease TTL (ms) to refresh the lease to; "0" leaves it alone
+    ARGV[8]  createOnly: "1" or "0"
+    ARGV[9]  reopen: "1" lets a non-terminal state replace a terminal record
+    ARGV[10] releaseLease: "1" deletes the lease after writing (the run's final save)
+    ARGV[11] acquireLease: "1" takes the lease (SET NX PX with the token) instead of checking it:
              a run's first save in the caller; with createOnly, an existing record is refused first
+    ARGV[12] full: "1" replaces the whole record (delete, then write the fields)
+    ARGV[13] n: the number of field/value arguments that follow (twice the fields to set)
+    ARGV[14 .. 13+n]   field, value, field, value, ...   fields to set
+    ARGV[14+n ..]      fields to delete
 
   Output:
      1  written
@@ -33,16 +40,17 @@
     -1  lease lost (the token does not hold KEYS[2])
     -2  invalid argument
 ]]
-local contextTtl = tonumber(ARGV[6])
-local leaseTtl = tonumber(ARGV[8])
-local score = tonumber(ARGV[5])
-if not contextTtl or contextTtl <= 0 or not leaseTtl or not score then
+local contextTtl = tonumber(ARGV[5])
+local leaseTtl = tonumber(ARGV[7])
+local score = tonumber(ARGV[4])
+local n = tonumber(ARGV[13])
+if not contextTtl or contextTtl <= 0 or not leaseTtl or not score or not n or n % 2 ~= 0 then
   return -2
 end
 
-local token = ARGV[7]
-if ARGV[12] == "1" and token ~= "" then
-  if ARGV[9] == "1" and redis.call("EXISTS", KEYS[1]) == 1 then
+local token = ARGV[6]
+if ARGV[11] == "1" and token ~= "" then
+  if ARGV[8] == "1" and redis.call("EXISTS", KEYS[1]) == 1 then
     return 0
   end
   if not redis.call("SET", KEYS[2], token, "NX", "PX", leaseTtl) then
@@ -52,27 +60,39 @@ elseif token ~= "" and redis.call("GET", KEYS[2]) ~= token then
   return -1
 end
 
-if ARGV[9] == "1" then
+if ARGV[8] == "1" then
   if redis.call("EXISTS", KEYS[1]) == 1 then
     return 0
   end
-elseif ARGV[4] == "0" and ARGV[10] ~= "1" then
+elseif ARGV[3] == "0" and ARGV[9] ~= "1" then
   if redis.call("HGET", KEYS[1], "terminal") == "1" then
     return 2
   end
 end
 
-redis.call("HSET", KEYS[1], "state", ARGV[2], "status", ARGV[3], "terminal", ARGV[4])
+if ARGV[12] == "1" then
+  redis.call("DEL", KEYS[1])
+end
+-- HSET and HDEL in chunks: unpack() is bounded by Lua's C stack.
+local CHUNK = 200
+local first, last = 14, 13 + n
+for i = first, last, 2 * CHUNK do
+  redis.call("HSET", KEYS[1], unpack(ARGV, i, math.min(i + 2 * CHUNK - 1, last)))
+end
+for i = last + 1, #ARGV, CHUNK do
+  redis.call("HDEL", KEYS[1], unpack(ARGV, i, math.min(i + CHUNK - 1, #ARGV)))
+end
+redis.call("HSET", KEYS[1], "status", ARGV[2], "terminal", ARGV[3])
 redis.call("HDEL", KEYS[1], "broken")
 redis.call("PEXPIRE", KEYS[1], contextTtl)
 
-if ARGV[4] == "1" then
+if ARGV[3] == "1" then
   redis.call("ZREM", KEYS[3], ARGV[1])
 else
   redis.call("ZADD", KEYS[3], score, ARGV[1])
 end
 
-if token ~= "" and ARGV[11] == "1" then
+if token ~= "" and ARGV[10] == "1" then
   redis.call("DEL", KEYS[2])
 elseif token ~= "" and leaseTtl > 0 then
   redis.call("PEXPIRE", KEYS[2], leaseTtl)

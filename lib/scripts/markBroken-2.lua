@@ -1,6 +1,6 @@
 --[[
   Mark a run broken: replace its record with a minimal failed one (built by the caller, keeping
-  what could be read) and drop it from its shard's index. Idempotent: the first reason wins; while
+  what could be read; written whole in the `state` field, which the codec reads as a whole run) and drop it from its shard's index. Idempotent: the first reason wins; while
   the record is still the broken one, later calls change nothing. A missing record stays missing
   (its index entry, if any, is removed).
 
@@ -31,6 +31,8 @@ end
 if redis.call("HEXISTS", KEYS[1], "broken") == 1 then
   return 0
 end
+-- The minimal record replaces every field of the old one (its header holds the whole run).
+redis.call("DEL", KEYS[1])
 redis.call("HSET", KEYS[1], "state", ARGV[2], "status", ARGV[3], "terminal", "1", "broken", "1")
 redis.call("PEXPIRE", KEYS[1], contextTtl)
 return 1

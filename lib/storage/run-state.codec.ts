@@ -55,6 +55,15 @@ export function decodeRunState(runId: string, raw: string): RunState {
   } catch (err) {
     throw new CorruptRecordError(`Stored record of run '${runId}' is not valid JSON: ${(err as Error).message}`, runId);
   }
+  return checkRunState(runId, parsed);
+}
+
+/**
+ * Check that a parsed record of run `runId` is a run state of this schema version.
+ * @throws CorruptRecordError code `CORRUPT_RECORD` for a record of the wrong shape, code
+ *   `SCHEMA_VERSION` for a record written in another format version.
+ */
+export function checkRunState(runId: string, parsed: unknown): RunState {
   if (!isPlainObject(parsed)) {
     throw new CorruptRecordError(`Stored record of run '${runId}' is not a JSON object.`, runId);
   }

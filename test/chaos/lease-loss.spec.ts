@@ -5,6 +5,7 @@
  * script: A logs the lost lease, stops, and has written nothing; the second holder can write and
  * the run carries on from the last checkpoint A made while it held the lease.
  */
+import { decodeRecord } from '../../lib/storage/run-record.codec';
 import { rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -70,7 +71,7 @@ describe('chaos: a worker whose lease expired cannot write (Redis, child process
     const lease = second as Lease;
     const runKey = runtime.keys.runKey(runId);
     const snapshot = await redis.hgetall(runKey);
-    expect(JSON.parse(snapshot.state).completed).toEqual(['s1']);
+    expect(decodeRecord(runId, snapshot).state.completed).toEqual(['s1']);
 
     writeFileSync(blockFile, 'go');
     await workerA.waitForOutput(new RegExp(`Lease on run '${runId}' was lost`), 10_000);
@@ -89,7 +90,7 @@ describe('chaos: a worker whose lease expired cannot write (Redis, child process
       runtime.storage.save(state, { lease: { key: lease.key, token: 'stale-token' }, leaseTtlMs: 10_000 }),
     ).rejects.toBeInstanceOf(LeaseLostError);
     await expect(runtime.storage.save(state, { lease, leaseTtlMs: 10_000 })).resolves.toBe(true);
-    expect(JSON.parse((await redis.hget(runKey, 'state'))!).updatedAt).toBe(state.updatedAt);
+    expect(decodeRecord(runId, await redis.hgetall(runKey)).state.updatedAt).toBe(state.updatedAt);
 
     // The holder hands the run back to a worker (A again: it blocks once per run): it resumes after s1.
     expect(await runtime.locks.release(lease)).toBe(true);

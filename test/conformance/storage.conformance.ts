@@ -1,6 +1,7 @@
 import { ContextTooLargeError, CorruptRecordError, LeaseLostError } from '../../lib/core/errors';
 import type { RunState, RunStatus } from '../../lib/core/model/run-state';
 import type { SaveOptions } from '../../lib/core/ports';
+import { encodeDelta } from '../../lib/storage/run-record.codec';
 import { letTimePass, type AdapterFactory, type AdapterHarness, type HarnessOptions } from './adapter-harness';
 import { makeRunState, newRunId, T0 } from './run-state.factory';
 
@@ -293,6 +294,121 @@ export function describeStorageConformance(name: string, factory: AdapterFactory
       });
     });
 
+    describe('checkpoints as deltas', () => {
+      /** One step of a run, as the engine records it on the state it keeps saving. */
+      function completeStep(state: RunState, step: string, value: unknown): void {
+        state.attempts[step] = (state.attempts[step] ?? 0) + 1;
+        state.trace.push({ type: 'run', step, at: state.updatedAt, attempt: state.attempts[step] });
+        state.results[step] = value;
+        state.completed.push(step);
+        state.undoStack.push({ step, args: { n: state.completed.length }, result: value });
+        state.trace.push({ type: 'complete', step, at: state.updatedAt });
+        state.updatedAt += 1;
+      }
+      const newRun = () => makeRunState({ results: {}, completed: [], undoStack: [], attempts: {}, trace: [] });
+
+      it('a run checkpointed after each of 300 steps loads as it was at every point, read mid-way by others', async () => {
+        const state = newRun();
+        await h.storage.save(state, { createOnly: true });
+        for (let i = 0; i < 300; i++) {
+          completeStep(state, `s${i}`, { i, payload: 'x'.repeat(i % 7) });
+          await expect(h.storage.save(state)).resolves.toBe(true);
+          if (i % 50 === 0) {
+            // Another reader, mid-way: its copy is the run so far and changing it changes nothing stored.
+            const read = await h.storage.load(state.runId);
+            expect(read).toEqual(state);
+            read!.completed.push('reader-mutation');
+            read!.trace.length = 0;
+          }
+        }
+        await expect(h.storage.load(state.runId)).resolves.toEqual(state);
+      });
+
+      it('keeps earlier results intact however large, and later checkpoints still land', async () => {
+        const state = newRun();
+        completeStep(state, 'big', { blob: 'é'.repeat(50_000) });
+        await h.storage.save(state);
+        for (let i = 0; i < 20; i++) {
+          completeStep(state, `small${i}`, i);
+          await h.storage.save(state);
+        }
+        const loaded = await h.storage.load(state.runId);
+        expect(loaded).toEqual(state);
+        expect((loaded!.results.big as { blob: string }).blob).toHaveLength(50_000);
+      });
+
+      it('pops undo entries as a rollback walks the stack, and an undefined result stays undefined', async () => {
+        const state = newRun();
+        for (const step of ['a', 'b', 'c']) completeStep(state, step, step === 'b' ? undefined : step.toUpperCase());
+        await h.storage.save(state);
+        state.status = 'rolling_back';
+        state.undoStack.pop();
+        await h.storage.save(state);
+        await expect(h.storage.load(state.runId)).resolves.toEqual(state);
+        state.undoStack.pop();
+        state.undoStack.pop();
+        state.status = 'failed';
+        await h.storage.save(state);
+        const loaded = await h.storage.load(state.runId);
+        expect(loaded).toEqual(state);
+        expect(loaded!.undoStack).toEqual([]);
+        expect(loaded!.completed).toEqual(['a', 'b', 'c']);
+        expect(loaded!.results).not.toHaveProperty('b');
+      });
+
+      it('a loaded run continues by deltas, and a new object for the same run replaces the record whole', async () => {
+        const state = newRun();
+        for (let i = 0; i < 5; i++) completeStep(state, `s${i}`, i);
+        await h.storage.save(state);
+        const resumed = (await h.storage.load(state.runId))!;
+        completeStep(resumed, 's5', 5);
+        resumed.children.child = makeRunState({ runId: `${state.runId}/child` });
+        await h.storage.save(resumed);
+        await expect(h.storage.load(state.runId)).resolves.toEqual(resumed);
+
+        // A state this adapter never saw nor loaded: nothing of the old record survives it.
+        const fresh = newRun();
+        fresh.runId = state.runId;
+        completeStep(fresh, 'only', 1);
+        await h.storage.save(fresh);
+        await expect(h.storage.load(state.runId)).resolves.toEqual(fresh);
+      });
+
+      it('a stale writer after many deltas writes nothing once another worker took the run over', async () => {
+        const state = newRun();
+        const first = (await h.locks.acquire(leaseName(state.runId), short()))!;
+        await h.storage.save(state, { lease: first, leaseTtlMs: short(), createOnly: true });
+        for (let i = 0; i < 50; i++) {
+          completeStep(state, `s${i}`, i);
+          await h.storage.save(state, { lease: first, leaseTtlMs: short() });
+        }
+        await letTimePass(h, short());
+        const second = { key: leaseName(state.runId), token: 'second-worker' };
+        const claim = await h.storage.acquireAndLoad(state.runId, second, LONG_TTL);
+        expect(claim).toEqual({ acquired: true, state });
+        const taken = (claim as { state: RunState }).state;
+        completeStep(taken, 'by-second', 'B');
+        await h.storage.save(taken, { lease: second, leaseTtlMs: LONG_TTL });
+
+        completeStep(state, 'by-first', 'A');
+        await expect(h.storage.save(state, { lease: first, leaseTtlMs: short() })).rejects.toBeInstanceOf(
+          LeaseLostError,
+        );
+        await expect(h.storage.load(state.runId)).resolves.toEqual(taken);
+      });
+
+      it('reads a run stored whole (the format before deltas) and rewrites it in fields on its next save', async () => {
+        const state = makeRunState();
+        expect(h.writeRaw).toBeDefined(); // both adapters can store a record verbatim
+        await h.writeRaw!(state.runId, JSON.stringify(state));
+        const loaded = (await h.storage.load(state.runId))!;
+        expect(loaded).toEqual(state);
+        completeStep(loaded, 'charge', { chargeId: 'c-1' });
+        await h.storage.save(loaded);
+        await expect(h.storage.load(state.runId)).resolves.toEqual(loaded);
+      });
+    });
+
     describe('size limit', () => {
       it('throws ContextTooLargeError over maxContextBytes, counting UTF-8 bytes, and writes nothing', async () => {
         const limited = await harnessWith({ maxContextBytes: 2000 });
@@ -304,7 +420,9 @@ export function describeStorageConformance(name: string, factory: AdapterFactory
         const error = await limited.storage.save(big).catch((e: unknown) => e);
         expect(error).toBeInstanceOf(ContextTooLargeError);
         expect(error).toMatchObject({ code: 'CONTEXT_TOO_LARGE', runId: big.runId, limit: 2000 });
-        expect((error as ContextTooLargeError).bytes).toBe(Buffer.byteLength(JSON.stringify(big), 'utf8'));
+        // The size of the stored record, in UTF-8 bytes: the 1,800 bytes of the note and the rest.
+        expect((error as ContextTooLargeError).bytes).toBe(encodeDelta(big, undefined, Infinity).bytes);
+        expect((error as ContextTooLargeError).bytes).toBeGreaterThan(Buffer.byteLength(JSON.stringify(big.inputs)));
         await expect(limited.storage.load(big.runId)).resolves.toBeUndefined();
 
         // An oversized checkpoint of an existing run leaves the previous one in place.

@@ -83,11 +83,19 @@ describe('RedisReactorStorage: unreadable records', () => {
 });
 
 describe('RedisReactorStorage: keys, TTLs and index', () => {
-  it('stores a run as a hash of state, status and terminal flag', async () => {
+  it('stores a run as a hash: a header, the inputs, a field per result, undo entry, trace entry and attempt count, status and terminal flag', async () => {
     const state = makeRunState();
     await storage.save(state);
+    const { inputs, results, completed, undoStack, attempts, trace, children, ...header } = state;
+    expect(completed).toEqual(['reserve']);
+    expect(children).toEqual({});
     expect(await redis.hgetall(keys.runKey(state.runId))).toEqual({
-      state: JSON.stringify(state),
+      state: JSON.stringify(header),
+      inputs: JSON.stringify(inputs),
+      'r:reserve': JSON.stringify([0, results.reserve]),
+      'u:0': JSON.stringify([undoStack[0].step, undoStack[0].args]),
+      'a:reserve': String(attempts.reserve),
+      't:0': JSON.stringify(trace[0]),
       status: 'running',
       terminal: '0',
     });
@@ -217,6 +225,37 @@ describe('round trips (counted with MONITOR)', () => {
     expect(names(lost)).toEqual(['evalsha']);
   });
 
+  it('a checkpoint sends only what the step changed: its size grows neither with the run nor with earlier results', async () => {
+    const { client, storage, locks } = fresh();
+    const state = makeRunState({ results: {}, completed: [], undoStack: [], attempts: {}, trace: [] });
+    const lease = (await locks.acquire(`run:${state.runId}`, 30_000))!;
+    await storage.save(state, { lease, leaseTtlMs: 30_000, createOnly: true });
+    const payload = { orderId: 'o-1', lines: Array.from({ length: 8 }, (_, i) => ({ sku: `SKU-${i}`, qty: i })) };
+    const step = async (name: string, value: unknown): Promise<number> => {
+      state.attempts[name] = 1;
+      state.trace.push({ type: 'run', step: name, at: state.updatedAt, attempt: 1 });
+      state.results[name] = value;
+      state.completed.push(name);
+      state.undoStack.push({ step: name, args: { orderId: 'o-1' }, result: value });
+      state.trace.push({ type: 'complete', step: name, at: state.updatedAt });
+      state.updatedAt += 1;
+      const [command] = await commandsOf(client, () => storage.save(state, { lease, leaseTtlMs: 30_000 }));
+      expect(command[0].toLowerCase()).toBe('evalsha');
+      return command.reduce((sum, arg) => sum + Buffer.byteLength(arg), 0);
+    };
+
+    // Step numbers of the same width, so the bytes of the step names are alike.
+    const early = await step('s100', payload);
+    // A large result in the middle of the run is written once.
+    await step('s101', { blob: 'x'.repeat(100_000) });
+    for (let i = 102; i < 300; i++) await step(`s${i}`, payload);
+    const late = await step('s300', payload);
+
+    expect(late).toBeLessThan(early * 1.1);
+    expect(late).toBeLessThan(2_000);
+    await expect(storage.load(state.runId)).resolves.toEqual(state);
+  });
+
   it('the other operations: one command each, except a missing load and markBroken', async () => {
     const { client, storage, locks } = fresh();
     const state = makeRunState();
@@ -231,9 +270,9 @@ describe('round trips (counted with MONITOR)', () => {
     expect(names(await commandsOf(client, () => locks.isHeld(held.key)))).toEqual(['exists']);
     expect(names(await commandsOf(client, () => locks.release(held)))).toEqual(['evalsha']);
 
-    expect(names(await commandsOf(client, () => storage.load(state.runId)))).toEqual(['hget']);
+    expect(names(await commandsOf(client, () => storage.load(state.runId)))).toEqual(['hgetall']);
     const missing = await commandsOf(client, () => storage.load(newRunId()));
-    expect(names(missing)).toEqual(['hget', 'eval']);
+    expect(names(missing)).toEqual(['hgetall', 'eval']);
     expect(new Set(scriptKeys(missing[1]).map(keySlot)).size).toBe(1);
 
     expect(names(await commandsOf(client, () => storage.listActive(10)))).toEqual(Array(16).fill('zrange'));

@@ -12,7 +12,8 @@ import {
   type RunStatus,
   type SaveOptions,
 } from '../../core';
-import { brokenRunState, decodeRunState, DEFAULT_MAX_CONTEXT_BYTES, encodeRunState } from '../run-state.codec';
+import { decodeRecord, encodeDelta, HEADER_FIELD, type RecordDelta, type Written } from '../run-record.codec';
+import { brokenRunState, DEFAULT_MAX_CONTEXT_BYTES } from '../run-state.codec';
 import { normalizeTtlMs } from '../lease-ttl';
 import { CheckpointResult, StorageErrorCode, storageError } from '../storage-error-codes';
 import type { MemoryLockManager } from './memory-lock.manager';
@@ -31,8 +32,8 @@ export interface MemoryReactorStorageOptions {
 }
 
 interface StoredRun {
-  /** The run as JSON: every load parses a fresh copy, nothing is shared by reference. */
-  json: string;
+  /** The run's fields, as Redis stores them: every load parses a fresh copy, nothing is shared by reference. */
+  fields: Map<string, string>;
   status: RunStatus;
   terminal: boolean;
   updatedAt: number;
@@ -45,7 +46,8 @@ interface StoredRun {
  * this process's memory and there is no retention TTL. It follows the same contract as
  * `RedisReactorStorage` (both pass `test/conformance/storage.conformance.ts`):
  *
- * - runs are stored serialized, so a loaded run is a deep copy and JSON rules apply (`undefined`
+ * - runs are stored serialized, in the same fields and by the same deltas as on Redis
+ *   (`run-record.codec.ts`), so a loaded run is a deep copy and JSON rules apply (`undefined`
  *   fields vanish, `Date`s become strings);
  * - `save({ lease })` succeeds only while `lease` is held in {@link MemoryReactorStorageOptions.locks},
  *   and refreshes it to `leaseTtlMs`; a lost lease throws `LeaseLostError` and writes nothing;
@@ -61,6 +63,8 @@ export class MemoryReactorStorage implements ReactorStorage {
   private readonly locks?: MemoryLockManager;
   private readonly maxContextBytes: number;
   private readonly clock: Clock;
+  /** What is stored of each state object this adapter loaded or saved. */
+  private readonly written = new WeakMap<RunState, Written>();
 
   constructor(options: MemoryReactorStorageOptions = {}) {
     this.locks = options.locks;
@@ -74,16 +78,21 @@ export class MemoryReactorStorage implements ReactorStorage {
    * is not (see the class comment).
    */
   async save(state: RunState, options: SaveOptions = {}): Promise<boolean> {
-    const json = encodeRunState(state, this.maxContextBytes);
+    const delta = encodeDelta(state, options.createOnly ? undefined : this.written.get(state), this.maxContextBytes);
     if (options.leaseTtlMs !== undefined) normalizeTtlMs(options.leaseTtlMs, 'leaseTtlMs');
-    const result = this.checkpoint(state, json, options);
+    const result = this.checkpoint(state, delta, options);
     if (result < 0) throw storageError(result, { runId: state.runId, operation: 'save' });
-    return result === CheckpointResult.Written;
+    if (result !== CheckpointResult.Written) return false;
+    this.written.set(state, delta.commit());
+    return true;
   }
 
   async load(runId: string): Promise<RunState | undefined> {
     const stored = this.runs.get(runId);
-    return stored ? decodeRunState(runId, stored.json) : undefined;
+    if (!stored) return undefined;
+    const { state, written } = decodeRecord(runId, Object.fromEntries(stored.fields));
+    if (written) this.written.set(state, written);
+    return state;
   }
 
   async acquireAndLoad(runId: string, lease: Lease, ttlMs: number): Promise<ClaimResult> {
@@ -115,9 +124,9 @@ export class MemoryReactorStorage implements ReactorStorage {
   async markBroken(runId: string, reactorName: string | undefined, reason: BrokenReason): Promise<void> {
     const stored = this.runs.get(runId);
     if (!stored || stored.broken) return;
-    const state = brokenRunState(runId, reactorName, reason, stored.json, this.clock.now());
+    const state = brokenRunState(runId, reactorName, reason, stored.fields.get(HEADER_FIELD), this.clock.now());
     this.runs.set(runId, {
-      json: JSON.stringify(state),
+      fields: new Map([[HEADER_FIELD, JSON.stringify(state)]]),
       status: state.status,
       terminal: true,
       updatedAt: state.updatedAt,
@@ -131,7 +140,13 @@ export class MemoryReactorStorage implements ReactorStorage {
    * @internal
    */
   writeRaw(runId: string, raw: string, status: RunStatus = 'running', updatedAt = this.clock.now()): void {
-    this.runs.set(runId, { json: raw, status, terminal: isTerminal(status), updatedAt, broken: false });
+    this.runs.set(runId, {
+      fields: new Map([[HEADER_FIELD, raw]]),
+      status,
+      terminal: isTerminal(status),
+      updatedAt,
+      broken: false,
+    });
   }
 
   /** Drop every run (tests). */
@@ -140,7 +155,7 @@ export class MemoryReactorStorage implements ReactorStorage {
   }
 
   /** Mirror of `checkpoint-3.lua`, in the same order of checks. */
-  private checkpoint(state: RunState, json: string, options: SaveOptions): number {
+  private checkpoint(state: RunState, delta: RecordDelta, options: SaveOptions): number {
     const { lease } = options;
     if (lease && options.acquireLease) {
       if (!this.locks) {
@@ -168,7 +183,10 @@ export class MemoryReactorStorage implements ReactorStorage {
     } else if (existing?.terminal && !terminal && !options.reopen) {
       return CheckpointResult.TerminalKept;
     }
-    this.runs.set(state.runId, { json, status: state.status, terminal, updatedAt: state.updatedAt, broken: false });
+    const fields = delta.full || !existing ? new Map<string, string>() : existing.fields;
+    for (let i = 0; i < delta.set.length; i += 2) fields.set(delta.set[i], delta.set[i + 1]);
+    for (const field of delta.del) fields.delete(field);
+    this.runs.set(state.runId, { fields, status: state.status, terminal, updatedAt: state.updatedAt, broken: false });
     if (lease && options.releaseLease) void this.locks?.release(lease);
     else if (lease && options.leaseTtlMs !== undefined) this.locks?.refresh(lease, options.leaseTtlMs);
     return CheckpointResult.Written;

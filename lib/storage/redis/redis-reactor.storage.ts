@@ -11,7 +11,8 @@ import {
   type SaveOptions,
 } from '../../core';
 import { normalizeTtlMs } from '../lease-ttl';
-import { brokenRunState, decodeRunState, DEFAULT_MAX_CONTEXT_BYTES, encodeRunState } from '../run-state.codec';
+import { decodeRecord, encodeDelta, HEADER_FIELD, type Written } from '../run-record.codec';
+import { brokenRunState, DEFAULT_MAX_CONTEXT_BYTES } from '../run-state.codec';
 import { CheckpointResult, isErrorCode, storageError } from '../storage-error-codes';
 import type { RedisKeys } from './redis.keys';
 import { defineScripts, runIntegerScript, runScript, type RedisConnection } from './redis-scripts';
@@ -32,13 +33,16 @@ export interface RedisReactorStorageOptions {
 }
 
 /**
- * {@link ReactorStorage} on Redis. Each run is a HASH (`state` JSON, `status`, `terminal`,
- * `broken`) in its shard's slot; see {@link RedisKeys} for the layout.
+ * {@link ReactorStorage} on Redis. Each run is a HASH in its shard's slot: a small header, the
+ * inputs, a field per step result, undo entry, trace entry and attempt count, and `status`,
+ * `terminal` and `broken` beside them (see `run-record.codec.ts` and {@link RedisKeys}). A save
+ * writes only the fields that changed since this adapter last wrote or read the same state
+ * object, so its cost does not grow with the length of the run.
  *
  * Round trips:
  * - `save` (fenced or not): exactly one command, `EVALSHA checkpoint-3` (the first use on a
  *   connection sends `EVAL` with the body instead; after a `SCRIPT FLUSH` ioredis retries once).
- * - `load`: one `HGET`; when the record is missing, one more script drops it from the index.
+ * - `load`: one `HGETALL`; when the record is missing, one more script drops it from the index.
  * - `listActive`: one `ZRANGE` per shard, sent together.
  * - `markBroken`: an `HGET` (to keep what can be kept) and one script.
  *
@@ -57,6 +61,8 @@ export class RedisReactorStorage implements ReactorStorage {
   private readonly contextTtlMs: number;
   private readonly maxContextBytes: number;
   private readonly clock: Clock;
+  /** What is stored of each state object this adapter loaded or saved. */
+  private readonly written = new WeakMap<RunState, Written>();
 
   constructor(
     private readonly redis: RedisConnection,
@@ -76,7 +82,7 @@ export class RedisReactorStorage implements ReactorStorage {
    * @throws ContextTooLargeError over `maxContextBytes` (checked before sending).
    */
   async save(state: RunState, options: SaveOptions = {}): Promise<boolean> {
-    const json = encodeRunState(state, this.maxContextBytes);
+    const delta = encodeDelta(state, options.createOnly ? undefined : this.written.get(state), this.maxContextBytes);
     const { lease } = options;
     const leaseTtl = lease && options.leaseTtlMs !== undefined ? normalizeTtlMs(options.leaseTtlMs, 'leaseTtlMs') : 0;
     const runId = state.runId;
@@ -90,7 +96,6 @@ export class RedisReactorStorage implements ReactorStorage {
       ],
       [
         runId,
-        json,
         state.status,
         isTerminal(state.status) ? '1' : '0',
         state.updatedAt,
@@ -101,10 +106,16 @@ export class RedisReactorStorage implements ReactorStorage {
         options.reopen ? '1' : '0',
         options.releaseLease ? '1' : '0',
         options.acquireLease ? '1' : '0',
+        delta.full ? '1' : '0',
+        delta.set.length,
+        ...delta.set,
+        ...delta.del,
       ],
     );
     if (isErrorCode(result)) throw storageError(result, { runId, operation: 'save (checkpoint-3.lua)' });
-    return result === CheckpointResult.Written;
+    if (result !== CheckpointResult.Written) return false;
+    this.written.set(state, delta.commit());
+    return true;
   }
 
   /**
@@ -116,8 +127,8 @@ export class RedisReactorStorage implements ReactorStorage {
    */
   async load(runId: string): Promise<RunState | undefined> {
     const runKey = this.keys.runKey(runId);
-    const raw = await this.redis.hget(runKey, 'state');
-    if (raw !== null) return decodeRunState(runId, raw);
+    const fields = await this.redis.hgetall(runKey);
+    if (Object.keys(fields).length > 0) return this.decode(runId, fields);
     const missing = await runIntegerScript(
       this.redis,
       'forgetIfMissing',
@@ -136,14 +147,20 @@ export class RedisReactorStorage implements ReactorStorage {
       'acquireAndLoad',
       [this.keys.physicalLeaseKey(lease.key), this.keys.runKey(runId)],
       [lease.token, ttl],
-    )) as number | [number, string?];
+    )) as number | [number, ...string[]];
     if (typeof reply === 'number')
       throw storageError(reply, { runId, operation: 'acquireAndLoad (acquireAndLoad-2.lua)' });
     if (reply[0] !== 1) return { acquired: false };
-    return {
-      acquired: true,
-      state: reply[1] === undefined || reply[1] === null ? undefined : decodeRunState(runId, reply[1]),
-    };
+    if (reply.length === 1) return { acquired: true, state: undefined };
+    const fields: Record<string, string> = {};
+    for (let i = 1; i + 1 < reply.length; i += 2) fields[reply[i] as string] = reply[i + 1] as string;
+    return { acquired: true, state: this.decode(runId, fields) };
+  }
+
+  private decode(runId: string, fields: Record<string, string>): RunState {
+    const { state, written } = decodeRecord(runId, fields);
+    if (written) this.written.set(state, written);
+    return state;
   }
 
   /** Non-terminal runs, oldest `updatedAt` first (ties by id), merged across all shards. */
@@ -177,7 +194,7 @@ export class RedisReactorStorage implements ReactorStorage {
    */
   async markBroken(runId: string, reactorName: string | undefined, reason: BrokenReason): Promise<void> {
     const runKey = this.keys.runKey(runId);
-    const previous = await this.redis.hget(runKey, 'state');
+    const previous = await this.redis.hget(runKey, HEADER_FIELD);
     const state = brokenRunState(runId, reactorName, reason, previous ?? undefined, this.clock.now());
     const result = await runIntegerScript(
       this.redis,

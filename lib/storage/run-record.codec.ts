@@ -1,0 +1,328 @@
+/**
+ * A run as a record of fields, written by deltas: a checkpoint writes only what changed since the
+ * last write of the same state object, so its cost does not grow with the steps already done or
+ * with the size of earlier results. Both adapters store runs this way (Redis: one HASH per run;
+ * memory: a map of fields), so both pass the same conformance suite on the same code.
+ *
+ * Fields:
+ *
+ * | field        | holds                                                      | written            |
+ * | ------------ | ---------------------------------------------------------- | ------------------ |
+ * | `state`      | the header: the run without the collections below (JSON)   | every checkpoint   |
+ * | `inputs`     | the validated inputs (JSON)                                | once               |
+ * | `r:<step>`   | `[seq]` or `[seq, value]`: a finished step's result, `seq` its place in `completed` | once |
+ * | `u:<n>`      | `[step, args]`: entry `n` of the undo stack (its result is `r:<step>`) | on push; deleted on pop |
+ * | `t:<n>`      | trace entry `n` (JSON)                                     | once               |
+ * | `a:<step>`   | attempts made at the step                                   | when it changes    |
+ * | `c:<step>`   | a composed child's whole state (JSON)                      | when it changes    |
+ * | `m:<step>`   | a map step's record (JSON)                                 | when it changes    |
+ *
+ * `status`, `terminal` and `broken` sit beside them for the Lua scripts (Redis). A record whose
+ * `state` holds the whole run (the format before deltas) is still read; its first checkpoint
+ * rewrites it in fields.
+ *
+ * What was written is remembered per state object ({@link Written}, in a WeakMap owned by the
+ * adapter): the adapter that loaded or saved a state knows which of its fields are stored. A state
+ * it has never seen is written whole, replacing the record.
+ */
+import { Buffer } from 'node:buffer';
+import { ContextTooLargeError, CorruptRecordError, type RunState, type UndoEntry } from '../core';
+import { checkRunState, decodeRunState } from './run-state.codec';
+
+/** The header field: also the whole run in records written before deltas. */
+export const HEADER_FIELD = 'state';
+const INPUTS = 'inputs';
+const RESULT = 'r:';
+const UNDO = 'u:';
+const TRACE = 't:';
+const ATTEMPTS = 'a:';
+const CHILD = 'c:';
+const MAP = 'm:';
+
+/** Collections of the run stored in fields of their own, left out of the header. */
+type Collection = 'inputs' | 'results' | 'completed' | 'undoStack' | 'attempts' | 'trace' | 'children' | 'maps';
+
+/** What is stored of one state object, as far as the adapter that wrote or read it knows. */
+export interface Written {
+  /** Entries of `completed` whose results are stored. */
+  completed: number;
+  /** The stored undo stack, bottom first: each entry's object and its field's size. */
+  undo: Array<{ entry: UndoEntry; bytes: number }>;
+  /** Trace entries stored. */
+  trace: number;
+  /** The inputs object stored. */
+  inputs: unknown;
+  attempts: Map<string, number>;
+  /** Serialized children and map records, to write only those that changed. */
+  children: Map<string, string>;
+  maps: Map<string, string>;
+  /** Size of each replaceable field (header, attempts, children, maps), in UTF-8 bytes. */
+  sizes: Map<string, number>;
+  /** Size of the whole record, in UTF-8 bytes. */
+  bytes: number;
+}
+
+/** What a checkpoint writes. */
+export interface RecordDelta {
+  /** Replace the whole record (a state this adapter has not seen, or one it cannot diff). */
+  full: boolean;
+  /** Fields to set and their values, flat: `[field, value, field, value, ...]`. */
+  set: string[];
+  /** Fields to delete. */
+  del: string[];
+  /** Size of the record once the delta is written, in UTF-8 bytes. */
+  bytes: number;
+  /** After the delta was written: what is now stored (updates and returns `written` when it was diffed). */
+  commit(): Written;
+}
+
+/**
+ * The delta that brings the stored record of `state` up to date, given what is `written` of it
+ * (none: write it whole). Touches only what changed, so its cost is that of the change; `written`
+ * is left as it is until {@link RecordDelta.commit} (call it once the write succeeded).
+ * @throws ContextTooLargeError when the record would exceed `maxBytes` (nothing is to be written).
+ */
+export function encodeDelta(state: RunState, written: Written | undefined, maxBytes: number): RecordDelta {
+  const full = written === undefined || !diffable(state, written);
+  const w = full ? emptyWritten() : written;
+  const set: string[] = [];
+  const del: string[] = [];
+  const sizes: Array<[string, number]> = [];
+  let bytes = w.bytes;
+  const put = (field: string, value: string, replaceable: boolean): number => {
+    set.push(field, value);
+    const size = byteLength(field, value);
+    if (replaceable) {
+      bytes -= w.sizes.get(field) ?? 0;
+      sizes.push([field, size]);
+    }
+    bytes += size;
+    return size;
+  };
+
+  put(HEADER_FIELD, JSON.stringify(header(state)), true);
+  const inputsChanged = w.inputs !== state.inputs;
+  if (inputsChanged) put(INPUTS, JSON.stringify(state.inputs), true);
+  for (let seq = w.completed; seq < state.completed.length; seq++) {
+    const step = state.completed[seq];
+    const value = state.results[step];
+    put(RESULT + step, JSON.stringify(value === undefined ? [seq] : [seq, value]), false);
+  }
+  const keep = commonUndo(w.undo, state.undoStack);
+  for (let n = w.undo.length - 1; n >= keep; n--) {
+    del.push(UNDO + n);
+    bytes -= w.undo[n].bytes;
+  }
+  const pushed: Written['undo'] = [];
+  for (let n = keep; n < state.undoStack.length; n++) {
+    const entry = state.undoStack[n];
+    pushed.push({ entry, bytes: put(UNDO + n, JSON.stringify([entry.step, entry.args]), false) });
+  }
+  for (let n = w.trace; n < state.trace.length; n++) put(TRACE + n, JSON.stringify(state.trace[n]), false);
+  const attempts: Array<[string, number]> = [];
+  for (const step in state.attempts) {
+    const count = state.attempts[step];
+    if (w.attempts.get(step) === count) continue;
+    put(ATTEMPTS + step, String(count), true);
+    attempts.push([step, count]);
+  }
+  const children = changed(state.children, w.children, CHILD, put);
+  const maps = state.maps ? changed(state.maps, w.maps, MAP, put) : [];
+
+  if (bytes > maxBytes) throw new ContextTooLargeError(state.runId, bytes, maxBytes);
+  return {
+    full,
+    set,
+    del,
+    bytes,
+    commit: () => {
+      w.completed = state.completed.length;
+      w.undo.length = keep;
+      w.undo.push(...pushed);
+      w.trace = state.trace.length;
+      if (inputsChanged) w.inputs = state.inputs;
+      for (const [step, count] of attempts) w.attempts.set(step, count);
+      for (const [step, json] of children) w.children.set(step, json);
+      for (const [step, json] of maps) w.maps.set(step, json);
+      for (const [field, size] of sizes) w.sizes.set(field, size);
+      w.bytes = bytes;
+      return w;
+    },
+  };
+}
+
+/**
+ * Read a run from its fields; returns the state and what is stored of it.
+ * @throws CorruptRecordError for a field that cannot be read, a wrong shape or another schema version.
+ */
+export function decodeRecord(runId: string, fields: Record<string, string>): { state: RunState; written?: Written } {
+  const raw = fields[HEADER_FIELD];
+  if (raw === undefined) throw new CorruptRecordError(`Stored record of run '${runId}' has no 'state' field.`, runId);
+  const head = parse(runId, HEADER_FIELD, raw);
+  if (typeof head !== 'object' || head === null || Array.isArray(head)) {
+    throw new CorruptRecordError(`Stored record of run '${runId}' is not a JSON object.`, runId);
+  }
+  // A record written whole (before deltas, or by markBroken): its header is the run. Its first
+  // save rewrites it in fields.
+  if ('results' in head) return { state: decodeRunState(runId, raw) };
+
+  const written = emptyWritten();
+  const size = (field: string, value: string, replaceable: boolean) => {
+    const bytes = byteLength(field, value);
+    if (replaceable) written.sizes.set(field, bytes);
+    written.bytes += bytes;
+    return bytes;
+  };
+  const assembled: Record<string, unknown> = {
+    ...head,
+    inputs: {},
+    results: {},
+    completed: [],
+    undoStack: [],
+    attempts: {},
+    trace: [],
+    children: {},
+  };
+  const results = assembled.results as Record<string, unknown>;
+  const order: Array<[number, string]> = [];
+  const undo: Array<[number, string, Record<string, unknown>, number]> = [];
+  const trace: Array<[number, unknown]> = [];
+  const maps: Record<string, unknown> = {};
+  for (const [field, value] of Object.entries(fields)) {
+    if (field === HEADER_FIELD) {
+      size(field, value, true);
+    } else if (field === INPUTS) {
+      assembled.inputs = parse(runId, field, value);
+      size(field, value, true);
+    } else if (field.startsWith(RESULT)) {
+      const step = field.slice(RESULT.length);
+      const [seq, ...rest] = parse(runId, field, value) as [number, unknown?];
+      if (rest.length > 0) results[step] = rest[0];
+      order.push([seq, step]);
+      size(field, value, false);
+    } else if (field.startsWith(UNDO)) {
+      const [step, args] = parse(runId, field, value) as [string, Record<string, unknown>];
+      undo.push([Number(field.slice(UNDO.length)), step, args, size(field, value, false)]);
+    } else if (field.startsWith(TRACE)) {
+      trace.push([Number(field.slice(TRACE.length)), parse(runId, field, value)]);
+      size(field, value, false);
+    } else if (field.startsWith(ATTEMPTS)) {
+      const step = field.slice(ATTEMPTS.length);
+      (assembled.attempts as Record<string, number>)[step] = Number(value);
+      written.attempts.set(step, Number(value));
+      size(field, value, true);
+    } else if (field.startsWith(CHILD)) {
+      const step = field.slice(CHILD.length);
+      (assembled.children as Record<string, unknown>)[step] = parse(runId, field, value);
+      written.children.set(step, value);
+      size(field, value, true);
+    } else if (field.startsWith(MAP)) {
+      const step = field.slice(MAP.length);
+      maps[step] = parse(runId, field, value);
+      written.maps.set(step, value);
+      size(field, value, true);
+    }
+  }
+  order.sort((a, b) => a[0] - b[0]);
+  assembled.completed = order.map(([, step]) => step);
+  undo.sort((a, b) => a[0] - b[0]);
+  assembled.undoStack = undo.map(([, step, args]) => ({ step, args, result: results[step] }));
+  trace.sort((a, b) => a[0] - b[0]);
+  assembled.trace = trace.map(([, entry]) => entry);
+  if (written.maps.size > 0) assembled.maps = maps;
+
+  // The shape checks (run id, status, schema version, collections) of a whole record.
+  const state = checkRunState(runId, assembled);
+  written.completed = state.completed.length;
+  written.undo = state.undoStack.map((entry, n) => ({ entry, bytes: undo[n][3] }));
+  written.trace = state.trace.length;
+  written.inputs = state.inputs;
+  return { state, written };
+}
+
+/** Whether `state` is `written` plus changes a delta can express (collections only grew, the undo stack at its top). */
+function diffable(state: RunState, written: Written): boolean {
+  return (
+    state.completed.length >= written.completed &&
+    state.trace.length >= written.trace &&
+    Object.keys(state.children).length >= written.children.size &&
+    Object.keys(state.maps ?? {}).length >= written.maps.size
+  );
+}
+
+/** How many entries at the bottom of the stored undo stack are still the state's. */
+function commonUndo(stored: Written['undo'], current: readonly UndoEntry[]): number {
+  let n = 0;
+  while (n < stored.length && n < current.length && stored[n].entry === current[n]) n++;
+  return n;
+}
+
+/** The entries of `current` whose JSON differs from what is `stored`, written with `put`. */
+function changed(
+  current: Record<string, unknown>,
+  stored: ReadonlyMap<string, string>,
+  prefix: string,
+  put: (field: string, value: string, replaceable: boolean) => number,
+): Array<[string, string]> {
+  const out: Array<[string, string]> = [];
+  for (const key in current) {
+    const json = JSON.stringify(current[key]);
+    if (stored.get(key) === json) continue;
+    put(prefix + key, json, true);
+    out.push([key, json]);
+  }
+  return out;
+}
+
+/**
+ * The run without the collections stored in fields of their own. Every other field of RunState is
+ * listed, so a field added to RunState does not compile until it is placed here or in a field.
+ */
+function header(state: RunState): Omit<RunState, Collection> {
+  return {
+    schemaVersion: state.schemaVersion,
+    runId: state.runId,
+    reactorName: state.reactorName,
+    definitionHash: state.definitionHash,
+    status: state.status,
+    value: state.value,
+    failure: state.failure,
+    halt: state.halt,
+    cancellation: state.cancellation,
+    rollback: state.rollback,
+    handoff: state.handoff,
+    retryAt: state.retryAt,
+    createdAt: state.createdAt,
+    updatedAt: state.updatedAt,
+    finishedAt: state.finishedAt,
+  } satisfies Record<keyof Omit<RunState, Collection>, unknown>;
+}
+
+function emptyWritten(): Written {
+  return {
+    completed: 0,
+    undo: [],
+    trace: 0,
+    inputs: undefined,
+    attempts: new Map(),
+    children: new Map(),
+    maps: new Map(),
+    sizes: new Map(),
+    bytes: 0,
+  };
+}
+
+function byteLength(field: string, value: string): number {
+  return Buffer.byteLength(field) + Buffer.byteLength(value);
+}
+
+function parse(runId: string, field: string, value: string): unknown {
+  try {
+    return JSON.parse(value);
+  } catch (err) {
+    throw new CorruptRecordError(
+      `Stored record of run '${runId}' is not valid JSON in field '${field}': ${(err as Error).message}`,
+      runId,
+    );
+  }
+}
