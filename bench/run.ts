@@ -2,7 +2,7 @@
  * `npm run bench`: every benchmark, each beside a baseline measured in the same run. Prints
  * Markdown tables that bench/RESULTS.md records. Never part of `npm test`.
  *
- * `npm run bench -- engine durable map` runs only the named groups. Redis: a private
+ * `npm run bench -- engine durable map user` runs only the named groups. Redis: a private
  * `redis-server` on a free port (command counts are server-wide), or BENCH_REDIS_URL.
  */
 import * as os from 'node:os';
@@ -10,6 +10,7 @@ import { durableRuns, printDurable } from './durable.bench';
 import { engineOverhead, printOverhead } from './engine-overhead.bench';
 import { mapFanOut, printMapFanOut } from './map.bench';
 import { stopBenchRedis } from './redis-counter';
+import { printUserPath, userPath } from './user-path.bench';
 
 async function main(): Promise<void> {
   const only = process.argv.slice(2);
@@ -21,6 +22,7 @@ async function main(): Promise<void> {
   if (want('engine')) printOverhead(await engineOverhead());
   if (want('durable')) printDurable(await durableRuns());
   if (want('map')) printMapFanOut(await mapFanOut());
+  if (want('user')) printUserPath(await userPath());
   stopBenchRedis();
 }
 

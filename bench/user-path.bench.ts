@@ -1,0 +1,279 @@
+/**
+ * The user's path on Redis (issue: durable steps near the speed of Redis).
+ *
+ * Ours: a Nest application context with `ReactorModule.forRoot({ redis })`, a `@Reactor` of N
+ * steps each returning a ~300-byte object, runs started with `ReactorClient.start` and executed by
+ * the module's own BullMQ worker in this process, every step checkpointed.
+ *
+ * Baseline: what a user writes by hand instead, on the same BullMQ and ioredis copies, in the same
+ * process, at the same worker concurrency: one BullMQ job per step that computes the same object,
+ * stores it with HSET in the run's hash, and adds the next step's job.
+ *
+ * For each of 10-step and 100-step runs at worker concurrency 1, 10 and 50: steps/s, Redis
+ * commands per step (every client's; a Lua script is one), Node CPU and Redis CPU per step (µs),
+ * peak RSS, and the ratio ours / baseline.
+ */
+import 'reflect-metadata';
+import { randomUUID } from 'node:crypto';
+import { Module, type INestApplicationContext } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { Queue, Worker } from 'bullmq';
+import Redis from 'ioredis';
+import { Reactor, ReactorClient, ReactorModule, success, type ReactorBuilder, type Ref } from '../lib';
+import { fmt } from './harness';
+import { benchRedis, CommandCounter } from './redis-counter';
+
+const CONCURRENCIES = (process.env.BENCH_CONCURRENCIES ?? '1,10,50').split(',').map(Number);
+const LENGTHS = (process.env.BENCH_LENGTHS ?? '10,100').split(',').map(Number);
+/** Steps per scenario (runs = STEPS_PER_SCENARIO / length). */
+const STEPS_PER_SCENARIO = Number(process.env.BENCH_STEPS ?? 10_000);
+
+export interface UserPathResult {
+  side: 'ours' | 'chain';
+  length: number;
+  concurrency: number;
+  steps: number;
+  stepsPerSecond: number;
+  commandsPerStep: number;
+  nodeCpuUsPerStep: number;
+  redisCpuUsPerStep: number;
+  peakRssMb: number;
+}
+
+/** A realistic step result: about 300 bytes of JSON. */
+function stepResult(runSeed: number, step: number): Record<string, unknown> {
+  return {
+    orderId: `order-${runSeed}`,
+    step,
+    status: 'reserved',
+    reservedAt: '2026-12-01T12:00:00.000Z',
+    warehouse: 'eu-west-1a',
+    lines: [
+      { sku: 'BOOK-0001', qty: 2, priceCents: 1_299 },
+      { sku: 'LAMP-0042', qty: 1, priceCents: 4_990 },
+      { sku: 'CABLE-0007', qty: 3, priceCents: 799 },
+    ],
+    note: 'x'.repeat(60),
+  };
+}
+
+async function redisCpuSeconds(redis: Redis): Promise<number> {
+  const info = await redis.info('cpu');
+  const read = (name: string) => Number(new RegExp(`${name}:([0-9.]+)`).exec(info)?.[1] ?? 0);
+  return read('used_cpu_sys') + read('used_cpu_user');
+}
+
+/** Samples the process's RSS every 20 ms; `stop` returns the peak in MB. */
+function rssSampler(): { stop(): number } {
+  let peak = process.memoryUsage.rss();
+  const timer = setInterval(() => (peak = Math.max(peak, process.memoryUsage.rss())), 20);
+  return {
+    stop: () => {
+      clearInterval(timer);
+      return Math.max(peak, process.memoryUsage.rss()) / 1024 / 1024;
+    },
+  };
+}
+
+interface Measure {
+  begin(): Promise<void>;
+  end(steps: number): Promise<Omit<UserPathResult, 'side' | 'length' | 'concurrency'>>;
+}
+
+function measurer(redis: Redis, counter: CommandCounter): Measure {
+  let start = 0n;
+  let cpu = process.cpuUsage();
+  let redisCpu = 0;
+  let rss: { stop(): number };
+  return {
+    async begin() {
+      global.gc?.();
+      redisCpu = await redisCpuSeconds(redis);
+      await counter.begin();
+      rss = rssSampler();
+      cpu = process.cpuUsage();
+      start = process.hrtime.bigint();
+    },
+    async end(steps) {
+      const seconds = Number(process.hrtime.bigint() - start) / 1e9;
+      const used = process.cpuUsage(cpu);
+      const peakRssMb = rss.stop();
+      // The INFO below is this measurement's own: counted before it is sent.
+      const commands = await counter.end();
+      const redisSeconds = (await redisCpuSeconds(redis)) - redisCpu;
+      return {
+        steps,
+        stepsPerSecond: steps / seconds,
+        commandsPerStep: commands / steps,
+        nodeCpuUsPerStep: (used.user + used.system) / steps,
+        redisCpuUsPerStep: (redisSeconds * 1e6) / steps,
+        peakRssMb,
+      };
+    },
+  };
+}
+
+async function chain(
+  url: string,
+  measure: Measure,
+  prefix: string,
+  length: number,
+  concurrency: number,
+): Promise<UserPathResult> {
+  const runs = Math.max(1, Math.floor(STEPS_PER_SCENARIO / length));
+  const connection = { url };
+  const queueName = `chain-${length}-${concurrency}`;
+  const queue = new Queue(queueName, { connection, prefix });
+  const store = new Redis(url, { maxRetriesPerRequest: null });
+  let finished = 0;
+  let resolveAll!: () => void;
+  const all = new Promise<void>((r) => (resolveAll = r));
+  const worker = new Worker(
+    queueName,
+    async (job) => {
+      const { run, step } = job.data as { run: string; seed: number; step: number };
+      const result = stepResult(job.data.seed as number, step);
+      await store.hset(`${prefix}:chain:{${run}}`, `s${step}`, JSON.stringify(result));
+      if (step + 1 < length) {
+        await queue.add('s', { run, seed: job.data.seed, step: step + 1 }, { removeOnComplete: true });
+      } else if (++finished === runs) resolveAll();
+    },
+    { connection, prefix, concurrency, autorun: false },
+  );
+  await worker.waitUntilReady();
+  await queue.waitUntilReady();
+  await measure.begin();
+  void worker.run();
+  for (let i = 0; i < runs; i += 500) {
+    await queue.addBulk(
+      Array.from({ length: Math.min(500, runs - i) }, (_, k) => ({
+        name: 's',
+        data: { run: randomUUID(), seed: i + k, step: 0 },
+        opts: { removeOnComplete: true },
+      })),
+    );
+  }
+  await all;
+  const measured = await measure.end(runs * length);
+  await worker.close();
+  await queue.obliterate({ force: true });
+  await queue.close();
+  store.disconnect();
+  return { side: 'chain', length, concurrency, ...measured };
+}
+
+function reactorOf(name: string, length: number) {
+  @Reactor(name, { maxConcurrency: 1 })
+  class UserPathReactor {
+    build(r: ReactorBuilder<{ seed: number }>) {
+      const seed = r.input('seed', { type: 'number' });
+      let prev: Ref<unknown> = seed;
+      for (let i = 0; i < length; i++) {
+        const step = i;
+        prev = r.step(`s${i}`, ({ seed: s }: { seed: number; prev?: unknown }) => success(stepResult(s, step)), {
+          seed,
+          prev,
+        });
+      }
+      return prev;
+    }
+  }
+  return UserPathReactor;
+}
+
+async function ours(
+  url: string,
+  measure: Measure,
+  prefix: string,
+  length: number,
+  concurrency: number,
+): Promise<UserPathResult> {
+  const runs = Math.max(1, Math.floor(STEPS_PER_SCENARIO / length));
+  const ReactorClass = reactorOf(`user-path-${length}`, length);
+  let finished = 0;
+  let resolveAll!: () => void;
+  const all = new Promise<void>((r) => (resolveAll = r));
+  @Module({
+    imports: [
+      ReactorModule.forRoot({
+        redis: { url },
+        prefix: `${prefix}-${length}-${concurrency}`,
+        workerConcurrency: concurrency,
+        sweeper: { enabled: false },
+        middleware: [
+          { onEvent: (e) => void (e.type === 'reactor.complete' && ++finished === runs && resolveAll()) },
+        ],
+      }),
+    ],
+    providers: [ReactorClass],
+  })
+  class BenchModule {}
+  const app: INestApplicationContext = await NestFactory.createApplicationContext(BenchModule, { logger: false });
+  await app.init();
+  const client = app.get(ReactorClient);
+  await measure.begin();
+  for (let i = 0; i < runs; i += 50) {
+    await Promise.all(
+      Array.from({ length: Math.min(50, runs - i) }, (_, k) => client.start(ReactorClass, { seed: i + k })),
+    );
+  }
+  await all;
+  const measured = await measure.end(runs * length);
+  await app.close();
+  return { side: 'ours', length, concurrency, ...measured };
+}
+
+export async function userPath(): Promise<UserPathResult[]> {
+  const url = await benchRedis();
+  const redis = new Redis(url, { maxRetriesPerRequest: null });
+  const counter = new CommandCounter();
+  const measure = measurer(redis, counter);
+  const prefix = `bench-user-${randomUUID().slice(0, 8)}`;
+  const results: UserPathResult[] = [];
+  try {
+    for (const length of LENGTHS) {
+      for (const concurrency of CONCURRENCIES) {
+        results.push(await chain(url, measure, prefix, length, concurrency));
+        results.push(await ours(url, measure, prefix, length, concurrency));
+        await redis.flushdb();
+      }
+    }
+    return results;
+  } finally {
+    redis.disconnect();
+  }
+}
+
+export function printUserPath(results: UserPathResult[]): void {
+  console.log(`\n## The user's path on Redis: ReactorModule.forRoot + ReactorClient.start, ~300-byte results\n`);
+  console.log(
+    '| steps per run | worker concurrency | side | steps/s | commands per step | Node CPU µs/step | Redis CPU µs/step | peak RSS MB |',
+  );
+  console.log('| --- | --- | --- | --- | --- | --- | --- | --- |');
+  for (const r of results) {
+    console.log(
+      `| ${r.length} | ${r.concurrency} | ${r.side === 'ours' ? 'nest-reactor' : 'hand-written chain'} | ${fmt(r.stepsPerSecond, 0)} | ${fmt(r.commandsPerStep, 2)} | ${fmt(r.nodeCpuUsPerStep, 1)} | ${fmt(r.redisCpuUsPerStep, 1)} | ${fmt(r.peakRssMb, 0)} |`,
+    );
+  }
+  console.log('');
+  const find = (side: string, length: number, concurrency: number) =>
+    results.find((r) => r.side === side && r.length === length && r.concurrency === concurrency);
+  for (const length of LENGTHS) {
+    const ratios = CONCURRENCIES.map((c) => {
+      const o = find('ours', length, c);
+      const b = find('chain', length, c);
+      return o && b ? `${fmt(o.stepsPerSecond / b.stepsPerSecond, 2)}x at ${c}` : '';
+    });
+    console.log(`- ${length}-step runs vs the hand-written chain: ${ratios.join(', ')}`);
+  }
+  if (LENGTHS.includes(10) && LENGTHS.includes(100)) {
+    const longVsShort = CONCURRENCIES.map((c) => {
+      const long = find('ours', 100, c);
+      const short = find('ours', 10, c);
+      return long && short ? `${fmt(long.stepsPerSecond / short.stepsPerSecond, 2)}x at ${c}` : '';
+    });
+    console.log(`- 100-step runs' steps/s vs 10-step runs': ${longVsShort.join(', ')}`);
+  }
+  const worst = Math.max(...results.filter((r) => r.side === 'ours').map((r) => r.commandsPerStep));
+  console.log(`- commands per step, worst: ${fmt(worst, 2)}`);
+}
