@@ -25,6 +25,8 @@ import { benchRedis, CommandCounter } from './redis-counter';
 
 const CONCURRENCIES = (process.env.BENCH_CONCURRENCIES ?? '1,10,50').split(',').map(Number);
 const LENGTHS = (process.env.BENCH_LENGTHS ?? '10,100').split(',').map(Number);
+/** Which sides to run (`ours` alone for a CPU profile: `node --cpu-prof`). */
+const SIDES = (process.env.BENCH_SIDES ?? 'chain,ours').split(',');
 /** Steps per scenario (runs = STEPS_PER_SCENARIO / length). */
 const STEPS_PER_SCENARIO = Number(process.env.BENCH_STEPS ?? 10_000);
 
@@ -233,8 +235,8 @@ export async function userPath(): Promise<UserPathResult[]> {
   try {
     for (const length of LENGTHS) {
       for (const concurrency of CONCURRENCIES) {
-        results.push(await chain(url, measure, prefix, length, concurrency));
-        results.push(await ours(url, measure, prefix, length, concurrency));
+        if (SIDES.includes('chain')) results.push(await chain(url, measure, prefix, length, concurrency));
+        if (SIDES.includes('ours')) results.push(await ours(url, measure, prefix, length, concurrency));
         await redis.flushdb();
       }
     }

@@ -18,20 +18,21 @@
 
     ARGV[1]  run id
     ARGV[2]  status
-    ARGV[3]  terminal: "1" or "0"
-    ARGV[4]  updatedAt (ms), the index score
-    ARGV[5]  retention TTL (ms) of the record
-    ARGV[6]  lease token; "" for an unfenced write
-    ARGV[7]  lease TTL (ms) to refresh the lease to; "0" leaves it alone
-    ARGV[8]  createOnly: "1" or "0"
-    ARGV[9]  reopen: "1" lets a non-terminal state replace a terminal record
-    ARGV[10] releaseLease: "1" deletes the lease after writing (the run's final save)
-    ARGV[11] acquireLease: "1" takes the lease (SET NX PX with the token) instead of checking it:
-             a run's first save in the caller; with createOnly, an existing record is refused first
-    ARGV[12] full: "1" replaces the whole record (delete, then write the fields)
-    ARGV[13] n: the number of field/value arguments that follow (twice the fields to set)
-    ARGV[14 .. 13+n]   field, value, field, value, ...   fields to set
-    ARGV[14+n ..]      fields to delete
+    ARGV[3]  updatedAt (ms), the index score
+    ARGV[4]  retention TTL (ms) of the record
+    ARGV[5]  lease token; "" for an unfenced write
+    ARGV[6]  lease TTL (ms) to refresh the lease to; "0" leaves it alone
+    ARGV[7]  flags, one character each, "1" or "0", in this order:
+               1 terminal: the state is terminal
+               2 createOnly: write only if no record exists
+               3 reopen: a non-terminal state may replace a terminal record
+               4 releaseLease: delete the lease after writing (the run's final save)
+               5 acquireLease: take the lease (SET NX PX with the token) instead of checking it: a
+                 run's first save in the caller; with createOnly, an existing record is refused first
+               6 full: replace the whole record (delete, then write the fields)
+    ARGV[8]  n: the number of field/value arguments that follow (twice the fields to set)
+    ARGV[9 .. 8+n]   field, value, field, value, ...   fields to set
+    ARGV[9+n ..]     fields to delete
 
   Output:
      1  written
@@ -40,17 +41,24 @@
     -1  lease lost (the token does not hold KEYS[2])
     -2  invalid argument
 ]]
-local contextTtl = tonumber(ARGV[5])
-local leaseTtl = tonumber(ARGV[7])
-local score = tonumber(ARGV[4])
-local n = tonumber(ARGV[13])
-if not contextTtl or contextTtl <= 0 or not leaseTtl or not score or not n or n % 2 ~= 0 then
+local contextTtl = tonumber(ARGV[4])
+local leaseTtl = tonumber(ARGV[6])
+local score = tonumber(ARGV[3])
+local flags = ARGV[7]
+local n = tonumber(ARGV[8])
+if not contextTtl or contextTtl <= 0 or not leaseTtl or not score or not n or n % 2 ~= 0 or #flags ~= 6 then
   return -2
 end
+local terminal = string.sub(flags, 1, 1)
+local createOnly = string.sub(flags, 2, 2) == "1"
+local reopen = string.sub(flags, 3, 3) == "1"
+local releaseLease = string.sub(flags, 4, 4) == "1"
+local acquireLease = string.sub(flags, 5, 5) == "1"
+local full = string.sub(flags, 6, 6) == "1"
 
-local token = ARGV[6]
-if ARGV[11] == "1" and token ~= "" then
-  if ARGV[8] == "1" and redis.call("EXISTS", KEYS[1]) == 1 then
+local token = ARGV[5]
+if acquireLease and token ~= "" then
+  if createOnly and redis.call("EXISTS", KEYS[1]) == 1 then
     return 0
   end
   if not redis.call("SET", KEYS[2], token, "NX", "PX", leaseTtl) then
@@ -60,39 +68,39 @@ elseif token ~= "" and redis.call("GET", KEYS[2]) ~= token then
   return -1
 end
 
-if ARGV[8] == "1" then
+if createOnly then
   if redis.call("EXISTS", KEYS[1]) == 1 then
     return 0
   end
-elseif ARGV[3] == "0" and ARGV[9] ~= "1" then
+elseif terminal == "0" and not reopen then
   if redis.call("HGET", KEYS[1], "terminal") == "1" then
     return 2
   end
 end
 
-if ARGV[12] == "1" then
+if full then
   redis.call("DEL", KEYS[1])
 end
 -- HSET and HDEL in chunks: unpack() is bounded by Lua's C stack.
 local CHUNK = 200
-local first, last = 14, 13 + n
+local first, last = 9, 8 + n
 for i = first, last, 2 * CHUNK do
   redis.call("HSET", KEYS[1], unpack(ARGV, i, math.min(i + 2 * CHUNK - 1, last)))
 end
 for i = last + 1, #ARGV, CHUNK do
   redis.call("HDEL", KEYS[1], unpack(ARGV, i, math.min(i + CHUNK - 1, #ARGV)))
 end
-redis.call("HSET", KEYS[1], "status", ARGV[2], "terminal", ARGV[3])
+redis.call("HSET", KEYS[1], "status", ARGV[2], "terminal", terminal)
 redis.call("HDEL", KEYS[1], "broken")
 redis.call("PEXPIRE", KEYS[1], contextTtl)
 
-if ARGV[3] == "1" then
+if terminal == "1" then
   redis.call("ZREM", KEYS[3], ARGV[1])
 else
   redis.call("ZADD", KEYS[3], score, ARGV[1])
 end
 
-if token ~= "" and ARGV[10] == "1" then
+if token ~= "" and releaseLease then
   redis.call("DEL", KEYS[2])
 elseif token ~= "" and leaseTtl > 0 then
   redis.call("PEXPIRE", KEYS[2], leaseTtl)

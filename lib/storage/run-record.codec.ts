@@ -8,7 +8,8 @@
  *
  * | field        | holds                                                      | written            |
  * | ------------ | ---------------------------------------------------------- | ------------------ |
- * | `state`      | the header: the run without the collections below (JSON)   | every checkpoint   |
+ * | `state`      | identity: schema version, run id, reactor, definition hash, createdAt | once |
+ * | `head`       | progress: status, times, value, failure, halt, plans (JSON) | every checkpoint  |
  * | `inputs`     | the validated inputs (JSON)                                | once               |
  * | `r:<step>`   | `[seq]` or `[seq, value]`: a finished step's result, `seq` its place in `completed` | once |
  * | `u:<n>`      | `[step, args]`: entry `n` of the undo stack (its result is `r:<step>`) | on push; deleted on pop |
@@ -29,8 +30,10 @@ import { Buffer } from 'node:buffer';
 import { ContextTooLargeError, CorruptRecordError, type RunState, type UndoEntry } from '../core';
 import { checkRunState, decodeRunState } from './run-state.codec';
 
-/** The header field: also the whole run in records written before deltas. */
+/** The identity field (what never changes in a run): also the whole run in records written before deltas. */
 export const HEADER_FIELD = 'state';
+/** What changes from step to step outside the collections: status, times, outcome, plans. */
+const PROGRESS = 'head';
 const INPUTS = 'inputs';
 const RESULT = 'r:';
 const UNDO = 'u:';
@@ -52,6 +55,8 @@ export interface Written {
   trace: number;
   /** The inputs object stored. */
   inputs: unknown;
+  /** The identity stored (see {@link identity}), field by field. */
+  identity?: Identity;
   attempts: Map<string, number>;
   /** Serialized children and map records, to write only those that changed. */
   children: Map<string, string>;
@@ -100,7 +105,9 @@ export function encodeDelta(state: RunState, written: Written | undefined, maxBy
     return size;
   };
 
-  put(HEADER_FIELD, JSON.stringify(header(state)), true);
+  const id = sameIdentity(w.identity, state) ? undefined : identity(state);
+  if (id) put(HEADER_FIELD, JSON.stringify(id), true);
+  put(PROGRESS, JSON.stringify(progress(state)), true);
   const inputsChanged = w.inputs !== state.inputs;
   if (inputsChanged) put(INPUTS, JSON.stringify(state.inputs), true);
   for (let seq = w.completed; seq < state.completed.length; seq++) {
@@ -141,6 +148,7 @@ export function encodeDelta(state: RunState, written: Written | undefined, maxBy
       w.undo.push(...pushed);
       w.trace = state.trace.length;
       if (inputsChanged) w.inputs = state.inputs;
+      if (id) w.identity = id;
       for (const [step, count] of attempts) w.attempts.set(step, count);
       for (const [step, json] of children) w.children.set(step, json);
       for (const [step, json] of maps) w.maps.set(step, json);
@@ -191,6 +199,9 @@ export function decodeRecord(runId: string, fields: Record<string, string>): { s
   for (const [field, value] of Object.entries(fields)) {
     if (field === HEADER_FIELD) {
       size(field, value, true);
+    } else if (field === PROGRESS) {
+      Object.assign(assembled, parse(runId, field, value));
+      size(field, value, true);
     } else if (field === INPUTS) {
       assembled.inputs = parse(runId, field, value);
       size(field, value, true);
@@ -237,6 +248,7 @@ export function decodeRecord(runId: string, fields: Record<string, string>): { s
   written.undo = state.undoStack.map((entry, n) => ({ entry, bytes: undo[n][3] }));
   written.trace = state.trace.length;
   written.inputs = state.inputs;
+  written.identity = identity(state);
   return { state, written };
 }
 
@@ -274,16 +286,36 @@ function changed(
   return out;
 }
 
-/**
- * The run without the collections stored in fields of their own. Every other field of RunState is
- * listed, so a field added to RunState does not compile until it is placed here or in a field.
- */
-function header(state: RunState): Omit<RunState, Collection> {
+/** What never changes in a run once it is created. */
+type Identity = Pick<RunState, 'schemaVersion' | 'runId' | 'reactorName' | 'definitionHash' | 'createdAt'>;
+
+function identity(state: RunState): Identity {
   return {
     schemaVersion: state.schemaVersion,
     runId: state.runId,
     reactorName: state.reactorName,
     definitionHash: state.definitionHash,
+    createdAt: state.createdAt,
+  };
+}
+
+function sameIdentity(stored: Identity | undefined, state: RunState): boolean {
+  return (
+    stored !== undefined &&
+    stored.schemaVersion === state.schemaVersion &&
+    stored.runId === state.runId &&
+    stored.reactorName === state.reactorName &&
+    stored.definitionHash === state.definitionHash &&
+    stored.createdAt === state.createdAt
+  );
+}
+
+/**
+ * The run without its identity and the collections stored in fields of their own. Every other
+ * field of RunState is listed, so a field added to RunState does not compile until it is placed.
+ */
+function progress(state: RunState): Omit<RunState, Collection | keyof Identity> {
+  return {
     status: state.status,
     value: state.value,
     failure: state.failure,
@@ -292,10 +324,9 @@ function header(state: RunState): Omit<RunState, Collection> {
     rollback: state.rollback,
     handoff: state.handoff,
     retryAt: state.retryAt,
-    createdAt: state.createdAt,
     updatedAt: state.updatedAt,
     finishedAt: state.finishedAt,
-  } satisfies Record<keyof Omit<RunState, Collection>, unknown>;
+  } satisfies Record<keyof Omit<RunState, Collection | keyof Identity>, unknown>;
 }
 
 function emptyWritten(): Written {

@@ -83,14 +83,16 @@ describe('RedisReactorStorage: unreadable records', () => {
 });
 
 describe('RedisReactorStorage: keys, TTLs and index', () => {
-  it('stores a run as a hash: a header, the inputs, a field per result, undo entry, trace entry and attempt count, status and terminal flag', async () => {
+  it('stores a run as a hash: its identity, its progress, the inputs, a field per result, undo entry, trace entry and attempt count, status and terminal flag', async () => {
     const state = makeRunState();
     await storage.save(state);
     const { inputs, results, completed, undoStack, attempts, trace, children, ...header } = state;
+    const { schemaVersion, runId, reactorName, definitionHash, createdAt, ...progress } = header;
     expect(completed).toEqual(['reserve']);
     expect(children).toEqual({});
     expect(await redis.hgetall(keys.runKey(state.runId))).toEqual({
-      state: JSON.stringify(header),
+      state: JSON.stringify({ schemaVersion, runId, reactorName, definitionHash, createdAt }),
+      head: JSON.stringify(progress),
       inputs: JSON.stringify(inputs),
       'r:reserve': JSON.stringify([0, results.reserve]),
       'u:0': JSON.stringify([undoStack[0].step, undoStack[0].args]),

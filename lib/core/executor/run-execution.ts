@@ -33,7 +33,7 @@
 import type { ReactorDefinition, StepDefinition } from '../definition/definition';
 import { InternalError } from '../errors/internal.error';
 import { ContextTooLargeError, LeaseLostError } from '../errors/run-state.error';
-import { readySteps } from '../graph/dependency-graph';
+import { ReadySteps } from '../graph/dependency-graph';
 import type { RollbackFailure } from '../model/failure';
 import type { RunState } from '../model/run-state';
 import { outcomeOf, type RunOutcome } from '../results/run-outcome';
@@ -187,7 +187,7 @@ export class RunExecution extends RunScope implements NestedExecution {
   }> {
     const { def, state } = this;
     const finished = new Set(state.completed);
-    const started = new Set<string>();
+    const ready = new ReadySteps(def.steps, finished);
     const running = new Map<string, Promise<StepResult>>();
     const failures: StepFailed[] = [];
     let halt: Extract<StepResult, { kind: 'halt' }> | undefined;
@@ -202,7 +202,7 @@ export class RunExecution extends RunScope implements NestedExecution {
         this.trace({ type: 'handoff', step: step.name, detail: 'before' });
         return false;
       }
-      started.add(step.name);
+      ready.started(step.name);
       running.set(step.name, runStep(this, step));
       return true;
     };
@@ -212,12 +212,12 @@ export class RunExecution extends RunScope implements NestedExecution {
       if (!stopping) {
         if (sequential) {
           if (running.size === 0) {
-            if (wave.length === 0) wave = readySteps(def.steps, finished, started);
+            if (wave.length === 0) wave = ready.list();
             const next = wave.shift();
             if (next) start(next);
           }
         } else {
-          for (const step of readySteps(def.steps, finished, started)) {
+          for (const step of ready.list()) {
             if (running.size >= def.maxConcurrency || !start(step)) break;
           }
         }
@@ -250,7 +250,9 @@ export class RunExecution extends RunScope implements NestedExecution {
             if (!(error instanceof ContextTooLargeError)) throw error;
             failures.push(await this.tooLarge(settled, error));
             finished.delete(name);
+            break;
           }
+          ready.finished(name);
           break;
         }
         case 'halt':

@@ -100,8 +100,10 @@ export abstract class RunScope implements StepScope {
     return applyOps(raw, source.ops);
   }
 
+  /** Append `entry` (a fresh object, stamped here) to the run's trace. */
   trace(entry: Omit<TraceEntry, 'at'>): void {
-    this.state.trace.push({ ...entry, at: this.env.clock.now() } as TraceEntry);
+    (entry as TraceEntry).at = this.env.clock.now();
+    this.state.trace.push(entry as TraceEntry);
   }
 
   async emit(event: RunEvent): Promise<void> {

@@ -50,3 +50,78 @@ export function readySteps<N extends GraphNode>(
     (n) => !finished.has(n.name) && !started.has(n.name) && n.dependsOn.every((d) => finished.has(d)),
   );
 }
+
+interface GraphIndex {
+  byName: Map<string, number>;
+  /** For each node, the nodes that depend on it. */
+  dependents: number[][];
+}
+
+const indexes = new WeakMap<readonly GraphNode[], GraphIndex>();
+
+function indexOf(nodes: readonly GraphNode[]): GraphIndex {
+  let index = indexes.get(nodes);
+  if (!index) {
+    const byName = new Map(nodes.map((n, i) => [n.name, i]));
+    const dependents: number[][] = nodes.map(() => []);
+    nodes.forEach((n, i) => {
+      for (const dep of n.dependsOn) {
+        const d = byName.get(dep);
+        if (d !== undefined) dependents[d].push(i);
+      }
+    });
+    index = { byName, dependents };
+    indexes.set(nodes, index);
+  }
+  return index;
+}
+
+/**
+ * The steps that may start, kept up to date as steps start and finish: the same answer as
+ * {@link readySteps} (declaration order) at a cost per change, not per question. A definition's
+ * graph is indexed once (by its steps array).
+ */
+export class ReadySteps<N extends GraphNode> {
+  private readonly index: GraphIndex;
+  /** Dependencies of each node not finished yet; -1 once the node started or finished. */
+  private readonly waiting: number[];
+  /** Ready nodes, ascending. */
+  private readonly ready: number[] = [];
+
+  constructor(
+    private readonly nodes: readonly N[],
+    finished: ReadonlySet<string>,
+  ) {
+    this.index = indexOf(nodes);
+    this.waiting = nodes.map((n) =>
+      finished.has(n.name) ? -1 : n.dependsOn.reduce((count, d) => (finished.has(d) ? count : count + 1), 0),
+    );
+    this.waiting.forEach((count, i) => count === 0 && this.ready.push(i));
+  }
+
+  /** The ready steps, in declaration order (a copy). */
+  list(): N[] {
+    return this.ready.map((i) => this.nodes[i]);
+  }
+
+  /** `name` started: it is no longer ready. */
+  started(name: string): void {
+    const i = this.index.byName.get(name)!;
+    this.waiting[i] = -1;
+    const at = this.ready.indexOf(i);
+    if (at >= 0) this.ready.splice(at, 1);
+  }
+
+  /** `name` finished: its dependents may become ready. */
+  finished(name: string): void {
+    for (const d of this.index.dependents[this.index.byName.get(name)!]) {
+      if (this.waiting[d] > 0 && --this.waiting[d] === 0) this.insert(d);
+    }
+  }
+
+  private insert(i: number): void {
+    let at = this.ready.length;
+    while (at > 0 && this.ready[at - 1] > i) at--;
+    this.ready.splice(at, 0, i);
+  }
+}

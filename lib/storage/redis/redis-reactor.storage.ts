@@ -63,6 +63,7 @@ export class RedisReactorStorage implements ReactorStorage {
   private readonly clock: Clock;
   /** What is stored of each state object this adapter loaded or saved. */
   private readonly written = new WeakMap<RunState, Written>();
+  private readonly runKeys = new WeakMap<RunState, { runId: string; record: string; index: string }>();
 
   constructor(
     private readonly redis: RedisConnection,
@@ -86,32 +87,23 @@ export class RedisReactorStorage implements ReactorStorage {
     const { lease } = options;
     const leaseTtl = lease && options.leaseTtlMs !== undefined ? normalizeTtlMs(options.leaseTtlMs, 'leaseTtlMs') : 0;
     const runId = state.runId;
-    const result = await runIntegerScript(
-      this.redis,
-      'checkpoint',
-      [
-        this.keys.runKey(runId),
-        lease ? this.keys.physicalLeaseKey(lease.key) : this.keys.leaseKey(runId),
-        this.keys.activeIndexKeyOf(runId),
-      ],
-      [
-        runId,
-        state.status,
-        isTerminal(state.status) ? '1' : '0',
-        state.updatedAt,
-        this.contextTtlMs,
-        lease?.token ?? '',
-        leaseTtl,
-        options.createOnly ? '1' : '0',
-        options.reopen ? '1' : '0',
-        options.releaseLease ? '1' : '0',
-        options.acquireLease ? '1' : '0',
-        delta.full ? '1' : '0',
-        delta.set.length,
-        ...delta.set,
-        ...delta.del,
-      ],
-    );
+    const result = await runIntegerScript(this.redis, 'checkpoint', this.keysOf(state, lease), [
+      runId,
+      state.status,
+      state.updatedAt,
+      this.contextTtlMs,
+      lease?.token ?? '',
+      leaseTtl,
+      flag(isTerminal(state.status)) +
+        flag(options.createOnly) +
+        flag(options.reopen) +
+        flag(options.releaseLease) +
+        flag(options.acquireLease) +
+        flag(delta.full),
+      delta.set.length,
+      ...delta.set,
+      ...delta.del,
+    ]);
     if (isErrorCode(result)) throw storageError(result, { runId, operation: 'save (checkpoint-3.lua)' });
     if (result !== CheckpointResult.Written) return false;
     this.written.set(state, delta.commit());
@@ -155,6 +147,17 @@ export class RedisReactorStorage implements ReactorStorage {
     const fields: Record<string, string> = {};
     for (let i = 1; i + 1 < reply.length; i += 2) fields[reply[i] as string] = reply[i + 1] as string;
     return { acquired: true, state: this.decode(runId, fields) };
+  }
+
+  /** The keys of a checkpoint of `state`: its record and index keys are built once per state object. */
+  private keysOf(state: RunState, lease: Lease | undefined): string[] {
+    const runId = state.runId;
+    let cached = this.runKeys.get(state);
+    if (cached?.runId !== runId) {
+      cached = { runId, record: this.keys.runKey(runId), index: this.keys.activeIndexKeyOf(runId) };
+      this.runKeys.set(state, cached);
+    }
+    return [cached.record, lease ? this.keys.physicalLeaseKey(lease.key) : this.keys.leaseKey(runId), cached.index];
   }
 
   private decode(runId: string, fields: Record<string, string>): RunState {
@@ -204,4 +207,8 @@ export class RedisReactorStorage implements ReactorStorage {
     );
     if (isErrorCode(result)) throw storageError(result, { runId, operation: 'markBroken (markBroken-2.lua)' });
   }
+}
+
+function flag(value: boolean | undefined): string {
+  return value ? '1' : '0';
 }
