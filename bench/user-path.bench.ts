@@ -202,9 +202,7 @@ async function ours(
         prefix: `${prefix}-${length}-${concurrency}`,
         workerConcurrency: concurrency,
         sweeper: { enabled: false },
-        middleware: [
-          { onEvent: (e) => void (e.type === 'reactor.complete' && ++finished === runs && resolveAll()) },
-        ],
+        middleware: [{ onEvent: (e) => void (e.type === 'reactor.complete' && ++finished === runs && resolveAll()) }],
       }),
     ],
     providers: [ReactorClass],
