@@ -17,7 +17,7 @@ import { success } from '../lib/core/results/step-outcome';
 import { BullMqJobDispatcher } from '../lib/queue/bullmq-job.dispatcher';
 import { RedisKeys, RedisLockManager, RedisMapStore, RedisReactorStorage } from '../lib/storage/redis';
 import { fmt } from './harness';
-import { benchRedis, CommandCounter } from './redis-counter';
+import { benchRedis, CommandCounter, printCommandNames } from './redis-counter';
 
 const ELEMENTS = Number(process.env.BENCH_ELEMENTS ?? 10_000);
 
@@ -87,6 +87,7 @@ async function baseline(
   await all;
   const seconds = Number(process.hrtime.bigint() - start) / 1e9;
   const commands = await counter.end();
+  printCommandNames(String(batchSize));
   const peak = stop();
   await worker.close();
   await queue.obliterate({ force: true });
@@ -149,6 +150,7 @@ async function fanOut(
   const outcome = await engine.wait(started.runId, { timeoutMs: 600_000, pollMs: 20 });
   const seconds = Number(process.hrtime.bigint() - start) / 1e9;
   const commands = await counter.end();
+  printCommandNames(String(batchSize));
   const peak = stop();
   if (outcome.status !== 'completed' || outcome.value !== ELEMENTS)
     throw new Error(`map bench ended ${outcome.status}`);

@@ -4,6 +4,21 @@ import Redis from 'ioredis';
 
 let sent = 0;
 let patched = false;
+/** Commands by name (and script), when BENCH_COMMANDS is set: printed by {@link printCommandNames}. */
+const byName = new Map<string, number>();
+const scripts = new Map<string, string>();
+
+function scriptOf(shaOrBody: unknown): string {
+  const key = String(shaOrBody);
+  return scripts.get(key) ?? key.slice(0, 12);
+}
+
+/** Print the commands counted by name since the last call (BENCH_COMMANDS=1), then reset. */
+export function printCommandNames(label: string): void {
+  if (!process.env.BENCH_COMMANDS) return;
+  console.log(`commands by name (${label}):`, Object.fromEntries([...byName].sort((a, b) => b[1] - a[1])));
+  byName.clear();
+}
 
 /**
  * Counts the commands every ioredis client in this process sends (BullMQ's included: it uses
@@ -21,6 +36,11 @@ export class CommandCounter {
     const original = proto.sendCommand;
     proto.sendCommand = function (this: unknown, ...args: unknown[]) {
       sent++;
+      if (process.env.BENCH_COMMANDS) {
+        const command = args[0] as { name?: string; args?: unknown[] };
+        const name = command.name === 'evalsha' || command.name === 'eval' ? `${command.name}:${scriptOf(command.args?.[0])}` : String(command.name);
+        byName.set(name, (byName.get(name) ?? 0) + 1);
+      }
       return original.apply(this, args);
     };
   }

@@ -112,12 +112,20 @@ function isQueue(value: Queue | StandaloneBullMqJobDispatcherOptions): value is 
   return typeof (value as Queue).add === 'function';
 }
 
-/** The job's identity fields only, without `undefined` values. */
+/** The job's identity fields only, without `undefined` values (and without a count of one). */
 function identityOf(job: ReactorJob): ReactorJob {
+  const { kind, runId, reactorName, snoozes } = job;
   const data: ReactorJob =
-    job.kind === 'resume'
-      ? { kind: job.kind, runId: job.runId, reactorName: job.reactorName }
-      : { kind: job.kind, runId: job.runId, reactorName: job.reactorName, mapId: job.mapId, index: job.index };
-  if (job.snoozes !== undefined) data.snoozes = job.snoozes;
+    kind === 'resume'
+      ? { kind, runId, reactorName }
+      : {
+          kind,
+          runId,
+          reactorName,
+          mapId: job.mapId,
+          index: job.index,
+          ...(job.count !== undefined && job.count !== 1 ? { count: job.count } : {}),
+        };
+  if (snoozes !== undefined) data.snoozes = snoozes;
   return data;
 }

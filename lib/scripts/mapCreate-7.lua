@@ -19,6 +19,8 @@
     ARGV[4]  atomic: "1" or "0"
     ARGV[5]  createdAt (ms)
     ARGV[6]  retention TTL (ms)
+    ARGV[7]  batchSize: the most elements in flight at once (the dispatch window)
+    ARGV[8]  elementsPerJob: elements one `map-element` job claims and settles together
 
   Output:
      1  created
@@ -39,7 +41,8 @@ end
 redis.call("SET", metaKey, ARGV[2], "PX", ttl)
 redis.call("DEL", countersKey)
 redis.call("HSET", countersKey, "total", total, "atomic", ARGV[4], "createdAt", createdAt, "offset", 0,
-  "low", 0, "succeeded", 0, "failed", 0, "halted", 0, "skipped", 0)
+  "low", 0, "succeeded", 0, "failed", 0, "halted", 0, "skipped", 0, "batch", tonumber(ARGV[7]) or 1,
+  "chunk", tonumber(ARGV[8]) or 1)
 touch({countersKey, KEYS[3], KEYS[4], KEYS[5], KEYS[6]}, ttl)
 redis.call("ZADD", KEYS[7], createdAt, ARGV[1])
 return 1

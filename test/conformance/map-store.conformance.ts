@@ -310,7 +310,7 @@ export function describeMapStoreConformance(name: string, factory: MapStoreFacto
         expect(await maps.records(mapId, 0, 3)).toEqual([undefined, completed({ id: 'r-1' }), undefined]);
       });
 
-      it('slides the window by one index per settled element, never past total', async () => {
+      it('with a window of 2, slides it by one index per settled element, never past total', async () => {
         const mapId = await newMap({ total: 5 });
         expect(await maps.reserve(mapId, 2)).toEqual([0, 1]);
         expect((await settle(mapId, 0, completed(0))).next).toEqual([2]);
@@ -400,6 +400,27 @@ export function describeMapStoreConformance(name: string, factory: MapStoreFacto
           ...Array.from({ length: 7 }, () => skipped),
         ]);
         expect(await maps.stalled(mapId, 10)).toEqual([]);
+      });
+
+      it('slides a larger window by one index per element when a job runs one element', async () => {
+        const mapId = await newMap({ total: 30, batchSize: 10 });
+        expect(await maps.reserve(mapId, 10)).toEqual([...Array(10).keys()]);
+        expect((await settle(mapId, 0, completed(0))).next).toEqual([10]);
+        expect((await settle(mapId, 3, completed(3))).next).toEqual([11]);
+      });
+
+      it('refills the window in one bulk once a job of elements fits in it, never past it or total', async () => {
+        const mapId = await newMap({ total: 30, batchSize: 10, elementsPerJob: 5 });
+        expect(await maps.reserve(mapId, 10)).toEqual([...Array(10).keys()]);
+        for (let i = 0; i < 4; i++) expect((await settle(mapId, i, completed(i))).next).toEqual([]);
+        // Five places free, a job's worth: fill the window again with the next five indices.
+        expect((await settle(mapId, 4, completed(4))).next).toEqual([10, 11, 12, 13, 14]);
+        expect((await settle(mapId, 5, completed(5))).next).toEqual([]);
+        // Never past total, and never more than the window in flight.
+        for (let i = 6; i < 15; i++) await settle(mapId, i, completed(i));
+        const progress = await maps.progress(mapId);
+        expect(progress.dispatched - progress.settled).toBeLessThanOrEqual(10);
+        expect(progress.dispatched).toBeLessThanOrEqual(30);
       });
 
       it('non-atomic: a failure does not stop the map', async () => {

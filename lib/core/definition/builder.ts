@@ -81,8 +81,13 @@ export interface MapOptions<E, EI, EO, R, A = Record<string, never>> {
   concurrency?: number;
   /** The first failed element fails the map (true), or every element runs (false). @default true */
   atomic?: boolean;
-  /** One BullMQ job per element, at most `batchSize` in flight; the map becomes a hand-off point. */
-  fanOut?: { batchSize?: number };
+  /**
+   * Elements run as BullMQ jobs, at most `batchSize` elements in flight; the map becomes a
+   * hand-off point. Each job claims, runs (concurrently) and settles `elementsPerJob` consecutive
+   * elements in one round trip each way; an element that retries goes on in a job of its own.
+   * `batchSize` @default 50; `elementsPerJob` @default a tenth of `batchSize`, from 1 to 25.
+   */
+  fanOut?: { batchSize?: number; elementsPerJob?: number };
   /** Turn the results into the map's value; a throw is the map's failure. */
   collect?: (results: MapResults<EO>) => R | Promise<R>;
   /** Undo every completed element at once (instead of each element's own undos). */
@@ -225,6 +230,19 @@ export class ReactorBuilder<I> {
         name,
       );
     }
+    const elementsPerJob =
+      batchSize === undefined
+        ? undefined
+        : (options.fanOut?.elementsPerJob ?? Math.max(1, Math.min(25, Math.floor(batchSize / 10))));
+    if (
+      elementsPerJob !== undefined &&
+      (!Number.isInteger(elementsPerJob) || elementsPerJob < 1 || elementsPerJob > batchSize!)
+    ) {
+      this.fail(
+        `map '${name}': fanOut.elementsPerJob must be an integer from 1 to batchSize (${batchSize}) (got ${String(options.fanOut?.elementsPerJob)})`,
+        name,
+      );
+    }
     const spec: MapSpec = {
       source,
       elementReactor,
@@ -232,7 +250,7 @@ export class ReactorBuilder<I> {
       inputs,
       concurrency,
       atomic: options.atomic ?? true,
-      fanOut: batchSize !== undefined ? { batchSize } : undefined,
+      fanOut: batchSize !== undefined ? { batchSize, elementsPerJob: elementsPerJob! } : undefined,
       collect: options.collect as MapSpec['collect'],
       undoAll: options.undoAll as MapSpec['undoAll'],
     };

@@ -38,8 +38,8 @@ export interface MapSpec {
   readonly concurrency: number;
   /** Stop at the first failure (true) or run every element (false). */
   readonly atomic: boolean;
-  /** One job per element, at most `batchSize` in flight. */
-  readonly fanOut?: { readonly batchSize: number };
+  /** Element jobs, at most `batchSize` elements in flight, `elementsPerJob` elements per job. */
+  readonly fanOut?: { readonly batchSize: number; readonly elementsPerJob: number };
   readonly collect?: (results: MapResults<unknown>) => unknown;
   readonly undoAll?: (completed: AsyncIterable<{ index: number; value: unknown }>) => unknown;
 }

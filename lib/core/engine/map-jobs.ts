@@ -7,13 +7,15 @@ import type { ExecutionEnv } from '../executor/execution-env';
 import { RunExecution } from '../executor/run-execution';
 import { redactInputs } from '../definition/redaction';
 import { InternalError } from '../errors/internal.error';
+import { elementJobs } from '../map/element-jobs';
 import { recordOf, rollbackStateOf } from '../map/map-elements';
 import { runFailure, type RollbackFailure } from '../model/failure';
 import { elementLeaseKey, elementRunId } from '../model/keys';
-import type { ElementRecord, MapMeta } from '../model/map';
-import { isTerminal, newRunState, type RunState } from '../model/run-state';
+import type { MapMeta } from '../model/map';
+import { isTerminal, newRunState } from '../model/run-state';
 import type { MapElementJob } from '../ports/job-dispatcher.port';
-import type { MapStore } from '../ports/map-store.port';
+import type { Lease } from '../ports/lock-manager.port';
+import type { ElementClaim, ElementSettlement, MapStore } from '../ports/map-store.port';
 import { describeFieldErrors, validateReactorInputs } from '../validation/validate';
 import type { Dispatch } from './dispatch';
 import { ENGINE_DEFAULTS, type EngineParts } from './engine-options';
@@ -36,74 +38,102 @@ export class MapJobs {
     private readonly executions: Executions,
   ) {}
 
-  /** Run one element of a fan-out map (a `map-element` job). */
-  async handleElement(job: MapElementJob): Promise<void> {
+  /**
+   * Run the elements of a `map-element` job (`count` consecutive elements from `index`): claim
+   * them in one round trip, run the claimed ones concurrently, and settle every one that ended in
+   * one round trip. A duplicate delivery claims nothing (each element is done or leased).
+   */
+  async handleElements(job: MapElementJob): Promise<void> {
     const maps = this.requireMaps();
-    const { mapId, index } = job;
+    const { mapId } = job;
     const meta = await this.mapMeta(mapId);
     if (!meta) return; // expired or never created: nothing to do
+    const token = this.leases.newLease('').token;
+    const elements = Array.from({ length: Math.max(1, job.count ?? 1) }, (_, i) => {
+      const index = job.index + i;
+      return { index, lease: { key: elementLeaseKey(mapId, index), token } };
+    });
+    const claims = await maps.claimElements(mapId, elements, this.parts.leaseTtlMs);
+    const ran = await Promise.all(
+      claims.map((claim, i) =>
+        claim.acquired && !claim.done ? this.runElement(meta, elements[i].index, elements[i].lease, claim) : undefined,
+      ),
+    );
+    const settlements = ran.filter((s): s is ElementSettlement => s !== undefined);
+    if (settlements.length === 0) return;
+    const settled = await maps.settleElements(mapId, settlements);
+    await this.afterSettle(meta, settled, 'map-element');
+  }
+
+  /**
+   * Run one claimed element under its lease: its record and kept state, or undefined when it
+   * scheduled a retry (a job of its own, after the backoff).
+   */
+  private async runElement(
+    meta: MapMeta,
+    index: number,
+    lease: Lease,
+    claim: Extract<ElementClaim, { done: false }>,
+  ): Promise<ElementSettlement | undefined> {
+    const { mapId } = meta;
+    const maps = this.requireMaps();
     const def = this.registry.get(meta.elementReactor);
-    const lease = this.leases.newLease(elementLeaseKey(mapId, index));
-    const claim = await maps.claimElement(mapId, index, lease, this.parts.leaseTtlMs);
-    if (!claim.acquired || claim.done) return; // a duplicate delivery: the live one settles it
-    let record: ElementRecord | undefined;
-    let kept: RunState | undefined;
-    let state: RunState | undefined = claim.state;
-    if (claim.skip) {
-      record = { status: 'skipped' };
-    } else if (!state) {
+    const single: MapElementJob = {
+      kind: 'map-element',
+      runId: meta.ownerRunId,
+      reactorName: meta.ownerReactor,
+      mapId,
+      index,
+    };
+    if (claim.skip) return { index, record: { status: 'skipped' }, lease };
+    let state = claim.state;
+    if (!state) {
       const { inputs, errors } = await validateReactorInputs(def.inputs, claim.input);
       if (Object.keys(errors).length > 0) {
         const message = `Reactor '${meta.ownerReactor}' map '${meta.step}' element ${index}: input validation failed: ${describeFieldErrors(errors)}`;
-        record = {
-          status: 'failed',
-          failure: runFailure({
-            message,
-            code: 'INPUT_VALIDATION',
-            reactorName: def.name,
-            exceptionClass: 'InputValidationError',
-            inputs: redactInputs(def, inputs),
-            fieldErrors: errors,
-          }),
-        };
-      } else {
-        state = newRunState(def, elementRunId(mapId, index), inputs, this.parts.clock.now());
-        state.status = 'running';
+        const failure = runFailure({
+          message,
+          code: 'INPUT_VALIDATION',
+          reactorName: def.name,
+          exceptionClass: 'InputValidationError',
+          inputs: redactInputs(def, inputs),
+          fieldErrors: errors,
+        });
+        return { index, record: { status: 'failed', failure }, lease };
       }
+      state = newRunState(def, elementRunId(mapId, index), inputs, this.parts.clock.now());
+      state.status = 'running';
     }
-    if (!record && state) {
-      const due = state.retryAt ? Math.max(...Object.values(state.retryAt)) - this.parts.clock.now() : 0;
-      if (due > 0) {
-        await this.leases.releaseQuietly(lease);
-        await this.dispatch.one(job, due);
-        return;
-      }
-      const held = this.leases.keep(lease);
-      try {
-        const elementState = state;
-        const env: ExecutionEnv = {
-          ...this.executions.env('worker', lease, { runId: meta.ownerRunId, reactorName: meta.ownerReactor }),
-          inElement: true,
-          enqueueResume: (_runId, _reactorName, delayMs) => this.dispatch.one(job, delayMs),
-        };
-        // Checkpoints of an element go to the map's element state; its final record is written by settle.
-        const save = async (final: boolean) => {
-          if (isTerminal(elementState.status)) return;
-          elementState.updatedAt = this.parts.clock.now();
-          await maps.putElementState(mapId, index, elementState, lease);
-          if (final) await this.leases.releaseQuietly(lease);
-        };
-        const execution = new RunExecution(def, elementState, env, save);
-        const outcome = await execution.execute(claim.state !== undefined);
-        if (outcome.status === 'dispatched') return; // a retry was scheduled
-        record = recordOf(outcome);
-        kept = record.status === 'completed' ? rollbackStateOf(elementState, execution) : undefined;
-      } finally {
-        held.stop();
-      }
+    const due = state.retryAt ? Math.max(...Object.values(state.retryAt)) - this.parts.clock.now() : 0;
+    if (due > 0) {
+      await this.leases.releaseQuietly(lease);
+      await this.dispatch.one(single, due);
+      return undefined;
     }
-    const settled = await maps.settleElement(mapId, index, record!, kept, lease);
-    await this.afterSettle(meta, settled, 'map-element');
+    const held = this.leases.keep(lease);
+    try {
+      const elementState = state;
+      const env: ExecutionEnv = {
+        ...this.executions.env('worker', lease, { runId: meta.ownerRunId, reactorName: meta.ownerReactor }),
+        inElement: true,
+        enqueueResume: (_runId, _reactorName, delayMs) => this.dispatch.one(single, delayMs),
+      };
+      // Checkpoints of an element go to the map's element state; its final record is written by settle.
+      const save = async (final: boolean) => {
+        if (isTerminal(elementState.status)) return;
+        elementState.updatedAt = this.parts.clock.now();
+        await maps.putElementState(mapId, index, elementState, lease);
+        if (final) await this.leases.releaseQuietly(lease);
+      };
+      const execution = new RunExecution(def, elementState, env, save);
+      const outcome = await execution.execute(claim.state !== undefined);
+      if (outcome.status === 'dispatched') return undefined; // a retry was scheduled
+      const record = recordOf(outcome);
+      const kept = record.status === 'completed' ? rollbackStateOf(elementState, execution) : undefined;
+      return { index, record, state: kept, lease };
+    } finally {
+      held.stop();
+    }
   }
 
   /** Undo one completed element of a fan-out map that is rolling back (a `map-rollback` job). */
@@ -163,7 +193,7 @@ export class MapJobs {
     settled: { next: number[]; signalOwner: boolean },
     kind: 'map-element' | 'map-rollback',
   ): Promise<void> {
-    await this.dispatchMapJobs(meta.ownerRunId, meta.ownerReactor, meta.mapId, settled.next, kind);
+    await this.dispatchMapJobs(meta, settled.next, kind);
     if (settled.signalOwner) await this.resumeOwner(meta);
   }
 
@@ -172,18 +202,11 @@ export class MapJobs {
     await this.dispatch.resume(meta.ownerRunId, meta.ownerReactor);
   }
 
-  /** Enqueue element (or element rollback) jobs of a map. */
-  async dispatchMapJobs(
-    ownerRunId: string,
-    ownerReactor: string,
-    mapId: string,
-    indices: number[],
-    kind: 'map-element' | 'map-rollback',
-  ): Promise<void> {
+  /** Enqueue element (or element rollback) jobs of a map, `elementsPerJob` elements to an element job. */
+  async dispatchMapJobs(meta: MapMeta, indices: number[], kind: MapElementJob['kind']): Promise<void> {
     if (indices.length === 0) return;
-    await this.dispatch.many(
-      indices.map((index) => ({ kind, runId: ownerRunId, reactorName: ownerReactor, mapId, index })),
-    );
+    const owner = { runId: meta.ownerRunId, reactorName: meta.ownerReactor };
+    await this.dispatch.many(elementJobs(owner, meta.mapId, indices, kind, meta.elementsPerJob));
   }
 
   /** A map's metadata; it never changes once written, so each process reads it once. */

@@ -147,7 +147,7 @@ export class ReactorEngine {
       case 'resume':
         return this.runJobs.handle(job);
       case 'map-element':
-        return this.mapJobs.handleElement(job);
+        return this.mapJobs.handleElements(job);
       case 'map-rollback':
         return this.mapJobs.handleElementRollback(job);
       default:

@@ -86,7 +86,7 @@ export class Recovery {
         let acted = false;
         if (rollback && rollback.reported < rollback.total) {
           const lost = await maps.stalledRollback(mapId, meta.batchSize);
-          await this.mapJobs.dispatchMapJobs(meta.ownerRunId, meta.ownerReactor, mapId, lost, 'map-rollback');
+          await this.mapJobs.dispatchMapJobs(meta, lost, 'map-rollback');
           acted = lost.length > 0;
         } else if (!progress.done) {
           const lost = await maps.stalled(mapId, meta.batchSize);
@@ -94,10 +94,8 @@ export class Recovery {
           // The window lost its continuation (a dispatcher died after settling): top it up.
           const refill = inFlight < meta.batchSize ? await maps.reserve(mapId, meta.batchSize - inFlight) : [];
           await this.mapJobs.dispatchMapJobs(
-            meta.ownerRunId,
-            meta.ownerReactor,
-            mapId,
-            [...lost, ...refill],
+            meta,
+            [...lost, ...refill].sort((a, b) => a - b),
             'map-element',
           );
           acted = lost.length + refill.length > 0;

@@ -1,6 +1,7 @@
 import type { ReactorDefinition, StepDefinition } from '../definition/definition';
 import { applyOps, type ArgSource } from '../definition/ref';
 import type { StepContext } from '../definition/step';
+import { elementJobs } from '../map/element-jobs';
 import { hydrateMapValue } from '../map/map-results';
 import type { ReactorEvent } from '../middleware/events';
 import type { RunState, TraceEntry } from '../model/run-state';
@@ -72,10 +73,10 @@ export abstract class RunScope implements StepScope {
     mapId: string,
     indices: number[],
     kind: Extract<JobKind, 'map-element' | 'map-rollback'>,
+    perJob = 1,
   ): Promise<void> {
     if (indices.length === 0) return;
-    const { runId, reactorName } = this.owner;
-    await this.env.dispatch!(indices.map((index) => ({ kind, runId, reactorName, mapId, index })));
+    await this.env.dispatch!(elementJobs(this.owner, mapId, indices, kind, perJob));
   }
 
   context(step: StepDefinition, attempt = this.state.attempts[step.name] ?? 1): StepContext {

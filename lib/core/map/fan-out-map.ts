@@ -1,4 +1,4 @@
-/** Fan-out maps: one job per element, a sliding window of `batchSize`, adopted by the owner when done. */
+/** Fan-out maps: element jobs (`elementsPerJob` elements each), a window of `batchSize` elements, adopted by the owner when done. */
 import type { MapSpec, StepDefinition } from '../definition/definition';
 import { ArgumentResolutionError } from '../errors/argument-resolution.error';
 import { InternalError } from '../errors/internal.error';
@@ -52,6 +52,7 @@ export async function dispatchFanOut(
     elementReactor: spec.elementReactor,
     total,
     batchSize: spec.fanOut!.batchSize,
+    elementsPerJob: spec.fanOut!.elementsPerJob,
     atomic: spec.atomic,
     createdAt: host.now(),
   });
@@ -60,7 +61,7 @@ export async function dispatchFanOut(
   // The map is recorded in the run before any element job exists.
   await host.save();
   const first = await maps.reserve(mapId, spec.fanOut!.batchSize);
-  await host.dispatchMapJobs(mapId, first, 'map-element');
+  await host.dispatchMapJobs(mapId, first, 'map-element', spec.fanOut!.elementsPerJob);
   if (total === 0) return adopt(host, step, spec, record);
   return new Suspended('map');
 }

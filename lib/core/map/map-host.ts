@@ -38,10 +38,12 @@ export interface MapHost {
   /** An execution of an element in this process; `'none'`: it saves nowhere (inline elements are not checkpointed). */
   child(def: ReactorDefinition, state: RunState, saving: 'none'): NestedExecution;
   save(): Promise<void>;
+  /** Enqueue the jobs of `indices` for the owner run, `perJob` elements to a `map-element` job. */
   dispatchMapJobs(
     mapId: string,
     indices: number[],
     kind: Extract<JobKind, 'map-element' | 'map-rollback'>,
+    perJob?: number,
   ): Promise<void>;
   context(step: StepDefinition): StepContext;
 }

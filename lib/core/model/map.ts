@@ -15,6 +15,8 @@ export interface MapMeta {
   total: number;
   /** Most elements in flight at once. */
   batchSize: number;
+  /** Elements one `map-element` job claims, runs and settles together. @default 1 */
+  elementsPerJob?: number;
   atomic: boolean;
   /** Set when the map runs inside a map element (nested maps run inline, but say where). */
   outer?: { mapId: string; index: number };

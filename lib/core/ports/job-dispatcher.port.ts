@@ -11,11 +11,16 @@ export interface ResumeJob extends JobIdentity {
   kind: 'resume';
 }
 
-/** Run element `index` of fan-out map `mapId` (a `map-element` job), or undo it (`map-rollback`). */
+/**
+ * Run elements `index ..< index + count` of fan-out map `mapId` together (a `map-element` job), or
+ * undo element `index` (`map-rollback`).
+ */
 export interface MapElementJob extends JobIdentity {
   kind: 'map-element' | 'map-rollback';
   mapId: string;
   index: number;
+  /** Elements in the job, from `index` on. @default 1 */
+  count?: number;
 }
 
 /** An identity-only job payload. Each carries identity only; workers rehydrate state from storage. */

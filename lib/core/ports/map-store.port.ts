@@ -9,13 +9,36 @@ export type ElementClaim =
   | { acquired: true; done: true }
   | { acquired: true; done: false; input: Record<string, unknown>; state?: RunState; skip: boolean };
 
-/** What storing an element's record decided. */
+/** What storing elements' records decided. */
 export interface ElementSettled {
   progress: MapProgress;
-  /** Next indices to dispatch (the window slides by one per settled element). */
+  /**
+   * Next indices to dispatch: the window refills once at least `elementsPerJob` of its
+   * `batchSize` places are free (with one element per job, it slides by one per settled element).
+   */
   next: number[];
   /** True for exactly one caller: the one that must resume the owner. */
   signalOwner: boolean;
+}
+
+/** One element to claim: its index and the lease to take for it. */
+export interface ElementToClaim {
+  index: number;
+  lease: Lease;
+}
+
+/** One element's outcome to store, under the lease its claim took. */
+export interface ElementSettlement {
+  index: number;
+  record: ElementRecord;
+  /** The final state to keep for rollback; absent when the element has nothing to undo. */
+  state?: RunState;
+  lease: Lease;
+}
+
+/** What storing a chunk of elements decided; `lost` are the elements whose lease was not held (not written). */
+export interface ElementsSettled extends ElementSettled {
+  lost: number[];
 }
 
 /**
@@ -37,6 +60,11 @@ export interface MapStore {
    * element already has a record (a duplicate delivery). `skip` when an atomic map has failed.
    */
   claimElement(mapId: string, index: number, lease: Lease, ttlMs: number): Promise<ElementClaim>;
+  /**
+   * {@link claimElement} for the elements of one `map-element` job, in one round trip; the
+   * claims come back in the order asked.
+   */
+  claimElements(mapId: string, elements: readonly ElementToClaim[], ttlMs: number): Promise<ElementClaim[]>;
   /** Save an element's state between attempts (a retry re-enqueues the element job). Fenced. */
   putElementState(mapId: string, index: number, state: RunState, lease: Lease): Promise<void>;
   /**
@@ -52,6 +80,13 @@ export interface MapStore {
     state: RunState | undefined,
     lease: Lease,
   ): Promise<ElementSettled>;
+  /**
+   * {@link settleElement} for the elements of one `map-element` job, in one round trip: each
+   * element is fenced by its own lease, and one whose lease is no longer held is reported in
+   * `lost` and not written (its live holder settles it); the window and the owner signal are
+   * decided once for the chunk.
+   */
+  settleElements(mapId: string, settlements: readonly ElementSettlement[]): Promise<ElementsSettled>;
   /** Records of `from ..< to` (undefined where none is stored). */
   records(mapId: string, from: number, to: number): Promise<Array<ElementRecord | undefined>>;
   progress(mapId: string): Promise<MapProgress>;

@@ -4,6 +4,9 @@ import {
   type ElementClaim,
   type ElementRecord,
   type ElementSettled,
+  type ElementSettlement,
+  type ElementsSettled,
+  type ElementToClaim,
   type Lease,
   type MapMeta,
   type MapProgress,
@@ -72,18 +75,25 @@ export class MemoryMapStore implements MapStore {
   }
 
   async claimElement(mapId: string, index: number, lease: Lease, ttlMs: number): Promise<ElementClaim> {
+    const [claim] = await this.claimElements(mapId, [{ index, lease }], ttlMs);
+    return claim;
+  }
+
+  async claimElements(mapId: string, elements: readonly ElementToClaim[], ttlMs: number): Promise<ElementClaim[]> {
     const map = this.maps.get(mapId);
-    if (!map || map.records.has(index)) return { acquired: true, done: true };
-    if (!this.locks.take(lease.key, ttlMs, lease.token)) return { acquired: false };
-    const input = map.inputs.get(index);
-    const state = map.states.get(index);
-    return {
-      acquired: true,
-      done: false,
-      input: input ? (JSON.parse(input) as Record<string, unknown>) : {},
-      state: state ? (JSON.parse(state) as RunState) : undefined,
-      skip: map.failedIndex !== undefined,
-    };
+    return elements.map(({ index, lease }): ElementClaim => {
+      if (!map || map.records.has(index)) return { acquired: true, done: true };
+      if (!this.locks.take(lease.key, ttlMs, lease.token)) return { acquired: false };
+      const input = map.inputs.get(index);
+      const state = map.states.get(index);
+      return {
+        acquired: true,
+        done: false,
+        input: input ? (JSON.parse(input) as Record<string, unknown>) : {},
+        state: state ? (JSON.parse(state) as RunState) : undefined,
+        skip: map.failedIndex !== undefined,
+      };
+    });
   }
 
   async putElementState(mapId: string, index: number, state: RunState, lease: Lease): Promise<void> {
@@ -99,24 +109,47 @@ export class MemoryMapStore implements MapStore {
     lease: Lease,
   ): Promise<ElementSettled> {
     if (!this.locks.holds(lease)) throw new LeaseLostError(`${mapId}#${index}`);
-    const map = this.need(mapId, 'settleElement');
-    const previous = map.records.get(index);
-    if (previous) this.count(map, JSON.parse(previous) as ElementRecord, -1);
-    map.records.set(index, JSON.stringify(record));
-    this.count(map, record, +1);
-    if (state) map.states.set(index, JSON.stringify(state));
-    else map.states.delete(index);
-    if (record.status === 'failed' && map.meta.atomic && map.failedIndex === undefined) {
-      map.failedIndex = index;
-      map.settledFrom = map.offset;
-      map.offset = map.meta.total;
+    const { lost, ...settled } = await this.settleElements(mapId, [{ index, record, state, lease }]);
+    if (lost.length > 0) throw new LeaseLostError(`${mapId}#${index}`);
+    return settled;
+  }
+
+  async settleElements(mapId: string, settlements: readonly ElementSettlement[]): Promise<ElementsSettled> {
+    const map = this.need(mapId, 'settleElements');
+    const lost: number[] = [];
+    for (const { index, record, state, lease } of settlements) {
+      if (!this.locks.holds(lease)) {
+        lost.push(index);
+        continue;
+      }
+      const previous = map.records.get(index);
+      if (previous) this.count(map, JSON.parse(previous) as ElementRecord, -1);
+      map.records.set(index, JSON.stringify(record));
+      this.count(map, record, +1);
+      if (state) map.states.set(index, JSON.stringify(state));
+      else map.states.delete(index);
+      if (record.status === 'failed' && map.meta.atomic && map.failedIndex === undefined) {
+        map.failedIndex = index;
+        map.settledFrom = map.offset;
+        map.offset = map.meta.total;
+      }
+      void this.locks.release(lease);
     }
-    void this.locks.release(lease);
-    const next = this.take(map, 1);
+    // One element per job: slide the window by one per settled element. More: refill it once a
+    // job's worth of its places are free.
+    const batch = map.meta.batchSize;
+    const chunk = map.meta.elementsPerJob ?? 1;
+    const free = batch - (map.offset - map.records.size);
+    const next =
+      chunk === 1
+        ? this.take(map, settlements.length - lost.length)
+        : free >= Math.min(chunk, batch)
+          ? this.take(map, free)
+          : [];
     const progress = this.progressOf(map);
     const signalOwner = progress.done && !map.signalled;
     if (signalOwner) map.signalled = true;
-    return { progress, next, signalOwner };
+    return { progress, next, signalOwner, lost };
   }
 
   async records(mapId: string, from: number, to: number): Promise<Array<ElementRecord | undefined>> {

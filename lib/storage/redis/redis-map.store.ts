@@ -6,6 +6,9 @@ import {
   type ElementClaim,
   type ElementRecord,
   type ElementSettled,
+  type ElementSettlement,
+  type ElementsSettled,
+  type ElementToClaim,
   type Lease,
   type MapMeta,
   type MapProgress,
@@ -115,7 +118,16 @@ export class RedisMapStore implements MapStore {
     const result = await this.integer(
       'mapCreate',
       [...this.elementKeys(mapId), this.keys.openMapsIndexKeyOf(mapId)],
-      [mapId, JSON.stringify(meta), meta.total, meta.atomic ? '1' : '0', meta.createdAt, this.contextTtlMs],
+      [
+        mapId,
+        JSON.stringify(meta),
+        meta.total,
+        meta.atomic ? '1' : '0',
+        meta.createdAt,
+        this.contextTtlMs,
+        meta.batchSize,
+        meta.elementsPerJob ?? 1,
+      ],
       mapId,
     );
     return result === 1;
@@ -157,32 +169,46 @@ export class RedisMapStore implements MapStore {
     return reply.map(Number);
   }
 
-  /** Take the element's lease and read its input, state and the skip flag: `mapClaimElement-5.lua`. */
+  /** {@link claimElements} of one element. */
   async claimElement(mapId: string, index: number, lease: Lease, ttlMs: number): Promise<ElementClaim> {
+    const [claim] = await this.claimElements(mapId, [{ index, lease }], ttlMs);
+    return claim;
+  }
+
+  /** Take each element's lease and read its input, state and the skip flag: `mapClaimElements-n.lua`. */
+  async claimElements(mapId: string, elements: readonly ElementToClaim[], ttlMs: number): Promise<ElementClaim[]> {
     const ttl = normalizeTtlMs(ttlMs, 'ttlMs');
-    const reply = await this.script(
-      'mapClaimElement',
+    if (elements.length === 0) return [];
+    const token = elements[0].lease.token;
+    // One token per call: the script takes every lease with it.
+    if (elements.some((e) => e.lease.token !== token)) {
+      const claims: ElementClaim[] = [];
+      for (const element of elements) claims.push(...(await this.claimElements(mapId, [element], ttlMs)));
+      return claims;
+    }
+    const reply = (await this.script(
+      'mapClaimElements',
       [
         this.keys.mapKey(mapId, 'counters'),
         this.keys.mapKey(mapId, 'records'),
         this.keys.mapKey(mapId, 'inputs'),
         this.keys.mapKey(mapId, 'states'),
-        this.keys.physicalLeaseKey(lease.key),
+        ...elements.map((e) => this.keys.physicalLeaseKey(e.lease.key)),
       ],
-      [index, lease.token, ttl],
+      [token, ttl, ...elements.map((e) => e.index)],
       mapId,
-      index,
-    );
-    if (reply[0] !== 1) return { acquired: false };
-    if (reply[1] === 1) return { acquired: true, done: true };
-    const [, , input, state, skip] = reply;
-    return {
-      acquired: true,
-      done: false,
-      input: typeof input === 'string' ? (JSON.parse(input) as Record<string, unknown>) : {},
-      state: typeof state === 'string' ? (JSON.parse(state) as RunState) : undefined,
-      skip: skip === 1,
-    };
+    )) as unknown as Array<[number, (string | null)?, (string | null)?, number?]>;
+    return reply.map(([code, input, state, skip]): ElementClaim => {
+      if (code === 0) return { acquired: false };
+      if (code === 1) return { acquired: true, done: true };
+      return {
+        acquired: true,
+        done: false,
+        input: typeof input === 'string' ? (JSON.parse(input) as Record<string, unknown>) : {},
+        state: typeof state === 'string' ? (JSON.parse(state) as RunState) : undefined,
+        skip: skip === 1,
+      };
+    });
   }
 
   /**
@@ -200,8 +226,7 @@ export class RedisMapStore implements MapStore {
   }
 
   /**
-   * Store the element's record (and state), release its lease, slide the window and claim the
-   * owner signal when done, in one command: `mapSettleElement-7.lua`.
+   * {@link settleElements} of one element.
    * @throws LeaseLostError when `lease` no longer holds the element (nothing written).
    */
   async settleElement(
@@ -211,24 +236,37 @@ export class RedisMapStore implements MapStore {
     state: RunState | undefined,
     lease: Lease,
   ): Promise<ElementSettled> {
-    const reply = await this.script(
-      'mapSettleElement',
-      [...this.elementKeys(mapId), this.keys.physicalLeaseKey(lease.key)],
-      [
-        index,
-        lease.token,
-        JSON.stringify(record),
-        record.status,
-        state ? JSON.stringify(state) : '',
-        this.contextTtlMs,
-      ],
+    const { lost, ...settled } = await this.settleElements(mapId, [{ index, record, state, lease }]);
+    if (lost.length > 0) throw this.error(StorageErrorCode.LeaseLost, 'mapSettleElements', mapId, index);
+    return settled;
+  }
+
+  /**
+   * Store each element's record (and state) and release its lease, then refill the window and
+   * claim the owner signal when done, in one command: `mapSettleElements-n.lua`.
+   */
+  async settleElements(mapId: string, settlements: readonly ElementSettlement[]): Promise<ElementsSettled> {
+    const args: Array<string | number> = [this.contextTtlMs];
+    for (const s of settlements) {
+      args.push(
+        s.index,
+        s.lease.token,
+        JSON.stringify(s.record),
+        s.record.status,
+        s.state ? JSON.stringify(s.state) : '',
+      );
+    }
+    const reply = (await this.script(
+      'mapSettleElements',
+      [...this.elementKeys(mapId), ...settlements.map((s) => this.keys.physicalLeaseKey(s.lease.key))],
+      args,
       mapId,
-      index,
-    );
+    )) as unknown as [number, Array<string | number | null>, number[], number[]];
     return {
       signalOwner: reply[0] === 1,
-      progress: decodeProgress(reply.slice(1, 10)),
-      next: reply.slice(10).map(Number),
+      progress: decodeProgress(reply[1]),
+      lost: reply[2].map(Number),
+      next: reply[3].map(Number),
     };
   }
 

@@ -7,7 +7,8 @@ import { InternalError } from '../../core';
 export type RedisConnection = Redis | Cluster;
 
 /**
- * The Lua scripts of `lib/scripts/`, by file name. The number before `.lua` is the key count.
+ * The Lua scripts of `lib/scripts/`, by file name. The number before `.lua` is the key count; `n`
+ * marks a script whose key count varies by call (`runScript` sends it).
  * Each is registered on a client as the command `nestReactor_<name>`.
  *
  * A script may inline a shared fragment of `lib/scripts/includes/` with a line
@@ -23,9 +24,9 @@ export const SCRIPT_FILES = {
   mapCreate: 'mapCreate-7.lua',
   mapPutInputs: 'mapPutInputs-1.lua',
   mapReserve: 'mapReserve-6.lua',
-  mapClaimElement: 'mapClaimElement-5.lua',
+  mapClaimElements: 'mapClaimElements-n.lua',
   mapPutElementState: 'mapPutElementState-7.lua',
-  mapSettleElement: 'mapSettleElement-7.lua',
+  mapSettleElements: 'mapSettleElements-n.lua',
   mapRecords: 'mapRecords-2.lua',
   mapProgress: 'mapProgress-2.lua',
   mapClaimSignal: 'mapClaimSignal-6.lua',
@@ -44,7 +45,7 @@ const INCLUDE = /^--- @include "([\w.-]+)"[ \t]*$/gm;
 const MARKER = SCRIPT_FILES.checkpoint;
 
 let scriptsDir: string | undefined;
-const sources = new Map<ScriptName, { lua: string; numberOfKeys: number }>();
+const sources = new Map<ScriptName, { lua: string; numberOfKeys: number | undefined }>();
 const defined = new WeakSet<object>();
 
 /**
@@ -69,17 +70,17 @@ export function resolveScriptsDir(): string {
   );
 }
 
-function source(name: ScriptName): { lua: string; numberOfKeys: number } {
+function source(name: ScriptName): { lua: string; numberOfKeys: number | undefined } {
   let script = sources.get(name);
   if (!script) {
     const file = SCRIPT_FILES[name];
-    const keys = /-(\d+)\.lua$/.exec(file);
-    if (!keys) throw new InternalError(`Script file name '${file}' does not end in -<numberOfKeys>.lua.`);
+    const keys = /-(\d+|n)\.lua$/.exec(file);
+    if (!keys) throw new InternalError(`Script file name '${file}' does not end in -<numberOfKeys>.lua or -n.lua.`);
     const dir = resolveScriptsDir();
     const lua = readFileSync(join(dir, file), 'utf8').replace(INCLUDE, (_, fragment: string) =>
       readFileSync(join(dir, 'includes', `${fragment}.lua`), 'utf8'),
     );
-    script = { lua, numberOfKeys: Number(keys[1]) };
+    script = { lua, numberOfKeys: keys[1] === 'n' ? undefined : Number(keys[1]) };
     sources.set(name, script);
   }
   return script;
@@ -94,7 +95,7 @@ export function defineScripts(redis: RedisConnection): void {
   if (defined.has(redis)) return;
   for (const name of Object.keys(SCRIPT_FILES) as ScriptName[]) {
     const { lua, numberOfKeys } = source(name);
-    redis.defineCommand(COMMAND_PREFIX + name, { lua, numberOfKeys });
+    redis.defineCommand(COMMAND_PREFIX + name, numberOfKeys === undefined ? { lua } : { lua, numberOfKeys });
   }
   defined.add(redis);
 }
@@ -111,13 +112,16 @@ export async function runScript(
   keys: readonly string[],
   args: ReadonlyArray<string | number>,
 ): Promise<unknown> {
-  if (keys.length !== source(name).numberOfKeys) {
-    throw new InternalError(`Script '${name}' takes ${source(name).numberOfKeys} keys, got ${keys.length}.`);
+  const { numberOfKeys } = source(name);
+  if (numberOfKeys !== undefined && keys.length !== numberOfKeys) {
+    throw new InternalError(`Script '${name}' takes ${numberOfKeys} keys, got ${keys.length}.`);
   }
   const command = (redis as unknown as Record<string, ScriptCommand | undefined>)[COMMAND_PREFIX + name];
   if (!command)
     throw new InternalError(`Script '${name}' is not defined on this Redis client; call defineScripts first.`);
-  return command.call(redis, ...keys, ...args);
+  return numberOfKeys === undefined
+    ? command.call(redis, keys.length, ...keys, ...args)
+    : command.call(redis, ...keys, ...args);
 }
 
 /** Run script `name` and require an integer reply. */
