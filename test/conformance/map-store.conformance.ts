@@ -289,6 +289,51 @@ export function describeMapStoreConformance(name: string, factory: MapStoreFacto
       });
     });
 
+    describe('chunks of elements (one job, one round trip each way)', () => {
+      it('claims each element of a chunk as a single claim would, in the order asked', async () => {
+        const mapId = await newMap({ total: 6, elementsPerJob: 4 });
+        await maps.reserve(mapId, 4);
+        await settle(mapId, 0, completed(0));
+        const elsewhere = (await h.locks.acquire(elementLeaseKey(mapId, 1), LONG_TTL))!;
+        const token = randomUUID();
+        const chunk = [0, 1, 2, 3].map((index) => ({ index, lease: { key: elementLeaseKey(mapId, index), token } }));
+        const claims = await maps.claimElements(mapId, chunk, LONG_TTL);
+        expect(claims).toEqual([
+          { acquired: true, done: true },
+          { acquired: false },
+          { acquired: true, done: false, input: { n: 2 }, skip: false },
+          { acquired: true, done: false, input: { n: 3 }, skip: false },
+        ]);
+        expect(await h.locks.isHeld(chunk[2].lease.key)).toBe(true);
+        await h.locks.release(elsewhere);
+      });
+
+      it('settles a chunk: each element fenced by its own lease, a lost one reported and not written', async () => {
+        const mapId = await newMap({ total: 3, batchSize: 3, elementsPerJob: 3 });
+        await maps.reserve(mapId, 3);
+        const token = randomUUID();
+        const chunk = [0, 1, 2].map((index) => ({ index, lease: { key: elementLeaseKey(mapId, index), token } }));
+        await maps.claimElements(mapId, chunk, LONG_TTL);
+        // Element 1's lease expired and another worker holds it now.
+        await h.locks.release(chunk[1].lease);
+        const other = (await h.locks.acquire(elementLeaseKey(mapId, 1), LONG_TTL))!;
+
+        const settled = await maps.settleElements(
+          mapId,
+          chunk.map(({ index, lease }) => ({ index, record: completed(index), lease })),
+        );
+        expect(settled.lost).toEqual([1]);
+        expect(settled.signalOwner).toBe(false);
+        expect(settled.progress).toMatchObject({ settled: 2, succeeded: 2, done: false });
+        expect(await maps.records(mapId, 0, 3)).toEqual([completed(0), undefined, completed(2)]);
+        expect(await h.locks.isHeld(chunk[0].lease.key)).toBe(false);
+
+        // The live holder settles it, and the map is done: the owner signal goes to it alone.
+        const last = await maps.settleElements(mapId, [{ index: 1, record: completed(1), lease: other }]);
+        expect(last).toMatchObject({ lost: [], signalOwner: true, progress: { settled: 3, done: true } });
+      });
+    });
+
     describe('settleElement', () => {
       it('stores the record by index, releases the lease and counts it', async () => {
         const mapId = await newMap();

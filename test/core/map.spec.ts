@@ -37,6 +37,7 @@ function reserveItem(log: string[], failOn: string[] = [], haltOn: string[] = []
 
 function importer(opts: {
   fanOut?: number;
+  perJob?: number;
   atomic?: boolean;
   failLater?: boolean;
   collect?: boolean;
@@ -53,7 +54,7 @@ function importer(opts: {
         inputs: (item) => ({ sku: item.path('sku'), qty: item.path('qty'), factor }),
         atomic: opts.atomic,
         concurrency: opts.concurrency,
-        fanOut: opts.fanOut ? { batchSize: opts.fanOut } : undefined,
+        fanOut: opts.fanOut ? { batchSize: opts.fanOut, elementsPerJob: opts.perJob ?? 1 } : undefined,
         collect: opts.collect
           ? async (results: MapResults<number>) => (await results.values()).reduce((a, b) => a + b, 0)
           : undefined,
@@ -69,14 +70,15 @@ async function values(value: unknown): Promise<unknown> {
 }
 
 describe.each([
-  ['inline', undefined],
-  ['fan-out', 5],
-] as const)('map (%s)', (_mode, fanOut) => {
+  ['inline', undefined, undefined],
+  ['fan-out', 5, undefined],
+  ['fan-out, 3 elements per job', 6, 3],
+] as const)('map (%s)', (_mode, fanOut, perJob) => {
   it('maps every element and gives the values in index order', async () => {
     const log: string[] = [];
     const { engine, dispatcher } = createHarness();
     engine.register(reserveItem(log));
-    const started = await engine.run(importer({ fanOut }), { items, factor: 2 });
+    const started = await engine.run(importer({ fanOut, perJob }), { items, factor: 2 });
     const outcome = fanOut ? await engine.wait(started.runId, { timeoutMs: 10_000 }) : started;
     await dispatcher.idle();
     expect(outcome.status).toBe('completed');
@@ -92,7 +94,7 @@ describe.each([
   it('applies collect the same way', async () => {
     const { engine, dispatcher } = createHarness();
     engine.register(reserveItem([]));
-    const started = await engine.run(importer({ fanOut, collect: true }), { items, factor: 3 });
+    const started = await engine.run(importer({ fanOut, perJob, collect: true }), { items, factor: 3 });
     const outcome = fanOut ? await engine.wait(started.runId, { timeoutMs: 10_000 }) : started;
     await dispatcher.idle();
     expect(outcome.status === 'completed' && outcome.value).toBe(3 * items.reduce((s, i) => s + i.qty, 0));
@@ -102,7 +104,7 @@ describe.each([
     const log: string[] = [];
     const { engine, dispatcher } = createHarness();
     engine.register(reserveItem(log, ['sku-3']));
-    const started = await engine.run(importer({ fanOut }), { items, factor: 1 });
+    const started = await engine.run(importer({ fanOut, perJob }), { items, factor: 1 });
     const outcome = fanOut ? await engine.wait(started.runId, { timeoutMs: 10_000 }) : started;
     await dispatcher.idle();
     expect(outcome.status).toBe('failed');
@@ -120,7 +122,7 @@ describe.each([
     const log: string[] = [];
     const { engine, dispatcher } = createHarness();
     engine.register(reserveItem(log, ['sku-3', 'sku-7']));
-    const started = await engine.run(importer({ fanOut, atomic: false }), { items, factor: 1 });
+    const started = await engine.run(importer({ fanOut, perJob, atomic: false }), { items, factor: 1 });
     const outcome = fanOut ? await engine.wait(started.runId, { timeoutMs: 10_000 }) : started;
     await dispatcher.idle();
     expect(outcome.status).toBe('completed');
@@ -137,7 +139,7 @@ describe.each([
     const log: string[] = [];
     const { engine, dispatcher } = createHarness();
     engine.register(reserveItem(log));
-    const started = await engine.run(importer({ fanOut, failLater: true }), { items, factor: 1 });
+    const started = await engine.run(importer({ fanOut, perJob, failLater: true }), { items, factor: 1 });
     const outcome = fanOut ? await engine.wait(started.runId, { timeoutMs: 10_000 }) : started;
     await dispatcher.idle();
     expect(outcome.status).toBe('failed');
@@ -150,7 +152,7 @@ describe.each([
     const log: string[] = [];
     const { engine, dispatcher } = createHarness();
     engine.register(reserveItem(log));
-    const started = await engine.run(importer({ fanOut }), { items, factor: 1 });
+    const started = await engine.run(importer({ fanOut, perJob }), { items, factor: 1 });
     const done = fanOut ? await engine.wait(started.runId, { timeoutMs: 10_000 }) : started;
     log.length = 0;
     const undone = await engine.undo(done.runId);
@@ -164,7 +166,7 @@ describe.each([
   it('an element halt halts the run', async () => {
     const { engine, dispatcher } = createHarness();
     engine.register(reserveItem([], [], ['sku-2']));
-    const started = await engine.run(importer({ fanOut }), { items, factor: 1 });
+    const started = await engine.run(importer({ fanOut, perJob }), { items, factor: 1 });
     const outcome = fanOut ? await engine.wait(started.runId, { timeoutMs: 10_000 }) : started;
     await dispatcher.idle();
     expect(outcome).toMatchObject({ status: 'halted', reason: 'stop at sku-2' });
@@ -204,6 +206,50 @@ describe('map: back-pressure and sources', () => {
     await dispatcher.idle();
     expect(outcome.status).toBe('completed');
     expect(peak).toBe(4);
+  });
+
+  it('an element that retries inside a job of several goes on in a job of its own; the others settle at once', async () => {
+    const { engine, dispatcher, clock } = createHarness();
+    const tries = new Map<number, number>();
+    engine.register(
+      defineReactor('flaky-element', (r: ReactorBuilder<{ n: number }>) =>
+        r.step(
+          'work',
+          ({ n }: { n: number }) => {
+            tries.set(n, (tries.get(n) ?? 0) + 1);
+            return n === 4 && tries.get(n) === 1 ? failure(new Error('blip')) : success(n * 10);
+          },
+          { n: r.input('n', { type: 'number' }) },
+          { retries: { maxAttempts: 2, baseDelayMs: 1_000 } },
+        ),
+      ),
+    );
+    const jobs: Array<{ index: number; count?: number }> = [];
+    dispatcher.setHandler((job) => {
+      if (job.kind === 'map-element') jobs.push({ index: job.index, count: job.count });
+      return engine.handleJob(job);
+    });
+    const def = defineReactor('chunked', (r: ReactorBuilder<{ ns: number[] }>) =>
+      r.map('all', {
+        source: r.input('ns', { type: 'array' }),
+        element: 'flaky-element',
+        inputs: (n) => ({ n }),
+        fanOut: { batchSize: 6, elementsPerJob: 3 },
+      }),
+    );
+    const started = await engine.run(def, { ns: Array.from({ length: 9 }, (_, i) => i) });
+    const outcome = await engine.wait(started.runId, { timeoutMs: 10_000 });
+    await dispatcher.idle();
+
+    expect(outcome.status).toBe('completed');
+    if (outcome.status !== 'completed') return;
+    expect(await (outcome.value as MapResults<number>).values()).toEqual(Array.from({ length: 9 }, (_, i) => i * 10));
+    expect([...tries.entries()].filter(([, n]) => n > 1)).toEqual([[4, 2]]);
+    // Jobs of three, and the retry of element 4 alone, after its backoff on the engine's clock.
+    expect(jobs).toContainEqual({ index: 0, count: 3 });
+    expect(jobs).toContainEqual({ index: 3, count: 3 });
+    expect(jobs).toContainEqual({ index: 4, count: undefined });
+    expect(clock.sleeps).toContain(1_000);
   });
 
   it('maps an async iterable of 100k items without pulling more than `concurrency` ahead', async () => {

@@ -201,7 +201,10 @@ function input(count: number, options: Partial<Omit<MapInput, 'items' | 'total'>
 }
 
 /** A reactor mapping `e2e-map-element` over `items` (step `items`), optionally failing afterwards. */
-function mapReactor(name: string, options: { batchSize?: number; atomic: boolean; failLater?: boolean }): Type {
+function mapReactor(
+  name: string,
+  options: { batchSize?: number; elementsPerJob?: number; atomic: boolean; failLater?: boolean },
+): Type {
   @Reactor(name)
   class MapReactor implements ReactorBlueprint<MapInput> {
     build(r: ReactorBuilder<MapInput>) {
@@ -217,7 +220,9 @@ function mapReactor(name: string, options: { batchSize?: number; atomic: boolean
         element: MapElementReactor,
         inputs: (item) => ({ index: item.path('index'), ...refs }),
         atomic: options.atomic,
-        fanOut: options.batchSize ? { batchSize: options.batchSize } : undefined,
+        fanOut: options.batchSize
+          ? { batchSize: options.batchSize, elementsPerJob: options.elementsPerJob ?? 1 }
+          : undefined,
       });
       if (!options.failLater) return mapped;
       return r.step(
@@ -232,6 +237,7 @@ function mapReactor(name: string, options: { batchSize?: number; atomic: boolean
 }
 
 const BATCH = 4;
+const CHUNKED = 6;
 const reactors = {
   inlineAtomic: mapReactor('e2e-map-inline-atomic', { atomic: true }),
   inlineLenient: mapReactor('e2e-map-inline-lenient', { atomic: false }),
@@ -239,6 +245,19 @@ const reactors = {
   fanAtomic: mapReactor('e2e-map-fan-atomic', { batchSize: BATCH, atomic: true }),
   fanLenient: mapReactor('e2e-map-fan-lenient', { batchSize: BATCH, atomic: false }),
   fanLater: mapReactor('e2e-map-fan-later', { batchSize: BATCH, atomic: true, failLater: true }),
+  // Jobs of three elements each (claimed, run and settled together), six elements in flight.
+  fanAtomicChunked: mapReactor('e2e-map-fan-atomic-chunked', { batchSize: CHUNKED, elementsPerJob: 3, atomic: true }),
+  fanLenientChunked: mapReactor('e2e-map-fan-lenient-chunked', {
+    batchSize: CHUNKED,
+    elementsPerJob: 3,
+    atomic: false,
+  }),
+  fanLaterChunked: mapReactor('e2e-map-fan-later-chunked', {
+    batchSize: CHUNKED,
+    elementsPerJob: 3,
+    atomic: true,
+    failLater: true,
+  }),
   // batchSize 1: element rollback jobs run one at a time, so their order is fully determined.
   fan1Atomic: mapReactor('e2e-map-fan1-atomic', { batchSize: 1, atomic: true }),
   fan1Later: mapReactor('e2e-map-fan1-later', { batchSize: 1, atomic: true, failLater: true }),
@@ -327,6 +346,70 @@ describe('maps on Redis and BullMQ (e2e)', () => {
       const progress = { total: 12, dispatched: 12, settled: 12, succeeded: 10, failed: 2, done: true };
       expect(inlineView?.maps.items).toMatchObject(progress);
       expect(fanOutView?.maps.items).toMatchObject(progress);
+    });
+  });
+
+  describe('element jobs of several elements give the same results', () => {
+    it('atomic: the values of every element, in index order, each element run once', async () => {
+      const inline = await runToEnd(reactors.inlineAtomic, input(14));
+      const chunked = await runToEnd(reactors.fanAtomicChunked, input(14));
+
+      expect(chunked.status).toBe('completed');
+      if (inline.status !== 'completed' || chunked.status !== 'completed') return;
+      expect(await (chunked.value as MapResults<number>).values()).toEqual(expectedValues(14));
+      expect(await outcomesOf(chunked.value)).toEqual(await outcomesOf(inline.value));
+      expect(probe.indices(chunked.runId, 'run').sort((a, b) => a - b)).toEqual([...Array(14).keys()]);
+    });
+
+    it('non-atomic: failed elements of a chunk are reported by index, the others complete', async () => {
+      const data = input(12, { failAt: [1, 4, 5] });
+      const inline = await runToEnd(reactors.inlineLenient, data);
+      const chunked = await runToEnd(reactors.fanLenientChunked, data);
+
+      expect(chunked.status).toBe('completed');
+      if (inline.status !== 'completed' || chunked.status !== 'completed') return;
+      expect(await outcomesOf(chunked.value)).toEqual(await outcomesOf(inline.value));
+      expect((await client.get(chunked.runId))?.maps.items).toMatchObject({
+        total: 12,
+        settled: 12,
+        succeeded: 9,
+        failed: 3,
+        done: true,
+      });
+    });
+
+    it('atomic: an element failing in a chunk fails the map and every completed element is undone', async () => {
+      const outcome = await runToEnd(reactors.fanAtomicChunked, input(12, { failAt: [4] }));
+
+      expect(outcome.status).toBe('failed');
+      if (outcome.status !== 'failed') return;
+      expect(outcome.failure).toMatchObject({ stepName: 'work', errorMessage: 'element 4 failed' });
+      // Every element that completed was undone, and only those.
+      expect(probe.indices(outcome.runId, 'undo').sort((a, b) => a - b)).toEqual(
+        probe
+          .indices(outcome.runId, 'run')
+          .filter((i) => i !== 4)
+          .sort((a, b) => a - b),
+      );
+    });
+
+    it('a later step failing: each element of every chunk undone once', async () => {
+      const outcome = await runToEnd(reactors.fanLaterChunked, input(13));
+
+      expect(outcome.status).toBe('failed');
+      if (outcome.status !== 'failed') return;
+      expect([...probe.indices(outcome.runId, 'undo')].sort((a, b) => a - b)).toEqual([...Array(13).keys()]);
+    });
+
+    it('back-pressure: never more than batchSize elements in flight, whatever the chunks', async () => {
+      const outcome = await runToEnd(reactors.fanAtomicChunked, input(30, { holdFor: CHUNKED }));
+
+      expect(outcome.status).toBe('completed');
+      if (outcome.status !== 'completed') return;
+      expect(await (outcome.value as MapResults<number>).values()).toEqual(expectedValues(30));
+      expect(probe.peak(`${outcome.runId}:items`)).toBe(CHUNKED);
+      expect(probe.inflight(`${outcome.runId}:items`)).toBe(0);
+      expect(probe.holdTimedOut).toBe(false);
     });
   });
 
