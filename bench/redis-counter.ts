@@ -38,7 +38,10 @@ export class CommandCounter {
       sent++;
       if (process.env.BENCH_COMMANDS) {
         const command = args[0] as { name?: string; args?: unknown[] };
-        const name = command.name === 'evalsha' || command.name === 'eval' ? `${command.name}:${scriptOf(command.args?.[0])}` : String(command.name);
+        const name =
+          command.name === 'evalsha' || command.name === 'eval'
+            ? `${command.name}:${scriptOf(command.args?.[0])}`
+            : String(command.name);
         byName.set(name, (byName.get(name) ?? 0) + 1);
       }
       return original.apply(this, args);
