@@ -73,8 +73,8 @@ export interface ReactorModuleOptions {
   /** Redis runtime: how long a run's record is kept after its last write. @default 86400000 (24 h) */
   contextTtlMs?: number;
   /**
-   * Size limit of one stored run (UTF-8 bytes of its JSON). A step whose result would exceed it
-   * fails with `CONTEXT_TOO_LARGE`. @default 16777216 (16 MiB)
+   * Size limit of one stored run (UTF-8 bytes of all the fields of its record). A step whose
+   * result would exceed it fails with `CONTEXT_TOO_LARGE`. @default 16777216 (16 MiB)
    */
   maxContextBytes?: number;
   /**
