@@ -203,10 +203,15 @@ export function printMapFanOut(results: MapBenchResult[]): void {
       `| ${r.name} | ${r.batchSize} | ${r.concurrency} | ${fmt(r.elementsPerSecond, 0)} | ${fmt(r.commandsPerElement, 2)} | ${fmt(r.peakRssMb, 0)} | ${fmt(r.peakHeapMb, 0)} |`,
     );
   }
+  const verdict = (ok: boolean) => (ok ? 'met' : 'MISSED');
   for (let i = 0; i + 1 < results.length; i += 2) {
-    const ratio = results[i + 1].elementsPerSecond / results[i].elementsPerSecond;
+    const [base, ours] = [results[i], results[i + 1]];
+    const ratio = ours.elementsPerSecond / base.elementsPerSecond;
+    const rss = ours.peakRssMb / base.peakRssMb;
     console.log(
-      `- batchSize ${results[i].batchSize}: ${fmt(100 * ratio, 0)}% of the baseline (target >= 50%: ${ratio >= 0.5 ? 'met' : 'MISSED'})`,
+      `- batchSize ${base.batchSize}: ${fmt(ratio, 2)}x raw BullMQ's elements/s (target >= 1.0: ${verdict(ratio >= 1)}), ` +
+        `${fmt(ours.commandsPerElement, 2)} commands per element (target <= 2.5: ${verdict(ours.commandsPerElement <= 2.5)}), ` +
+        `peak RSS ${fmt(rss, 2)}x BullMQ's (target <= 1.2: ${verdict(rss <= 1.2)})`,
     );
   }
 }
