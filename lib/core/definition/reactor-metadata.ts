@@ -1,3 +1,4 @@
+import { classMetadata } from './class-metadata';
 import type { ReactorOptions } from './definition';
 
 /** Metadata recorded by `@Reactor`. */
@@ -5,20 +6,14 @@ export interface ReactorClassMetadata extends ReactorOptions {
   name: string;
 }
 
-const reactorMetadata = new WeakMap<object, ReactorClassMetadata>();
+const reactorMetadata = classMetadata<ReactorClassMetadata>();
 
 /** Record reactor metadata for a class (used by the `@Reactor` decorator). */
 export function defineReactorMetadata(reactorClass: object, metadata: ReactorClassMetadata): void {
-  reactorMetadata.set(reactorClass, metadata);
+  reactorMetadata.define(reactorClass, metadata);
 }
 
-/** The metadata of a reactor class, or undefined when it is not a reactor. */
+/** The metadata of a reactor class (or of a class it extends), or undefined when it is not a reactor. */
 export function getReactorMetadata(reactorClass: object): ReactorClassMetadata | undefined {
-  let current: object | null = reactorClass;
-  while (current && current !== Function.prototype) {
-    const found = reactorMetadata.get(current);
-    if (found) return found;
-    current = Object.getPrototypeOf(current) as object | null;
-  }
-  return undefined;
+  return reactorMetadata.get(reactorClass);
 }

@@ -1,4 +1,5 @@
 import type { StepOutcome } from '../results/step-outcome';
+import { classMetadata } from './class-metadata';
 import type { RetryOptions } from './retry-policy';
 
 /** What a step's callbacks receive besides their arguments. */
@@ -67,20 +68,14 @@ export interface StepClassMetadata extends StepOptions {
   name: string;
 }
 
-const stepMetadata = new WeakMap<object, StepClassMetadata>();
+const stepMetadata = classMetadata<StepClassMetadata>();
 
 /** Record step metadata for a class (used by the `@Step` decorator and by plain-TS users). */
 export function defineStepMetadata(stepClass: object, metadata: StepClassMetadata): void {
-  stepMetadata.set(stepClass, metadata);
+  stepMetadata.define(stepClass, metadata);
 }
 
 /** The metadata of a step class, walking up the prototype chain so subclasses inherit it. */
 export function getStepMetadata(stepClass: object): StepClassMetadata | undefined {
-  let current: object | null = stepClass;
-  while (current && current !== Function.prototype) {
-    const found = stepMetadata.get(current);
-    if (found) return found;
-    current = Object.getPrototypeOf(current) as object | null;
-  }
-  return undefined;
+  return stepMetadata.get(stepClass);
 }
