@@ -54,9 +54,8 @@ export class RedisReactorRuntime implements ReactorRuntime {
     const redis = options.redis;
     if (!redis) throw new ConfigurationError('RedisReactorRuntime needs the redis option.', 'redis');
     if ('url' in redis) {
-      // NOTE: auto-pipelining sends the commands many runs issue in one tick in one socket write;
-      // with concurrent runs the write syscalls were the largest cost of a step (bench/RESULTS.md).
-      const client = new Redis(redis.url, { connectionName: 'nest-reactor', enableAutoPipelining: false });
+      // NOTE: no auto-pipelining: measured slower at every worker concurrency (design decision 56).
+      const client = new Redis(redis.url, { connectionName: 'nest-reactor' });
       // NOTE: ioredis re-emits the same error on every reconnect attempt; log each new one once.
       client.on('error', (error: Error) => {
         if (error.message === this.lastClientError) return;
