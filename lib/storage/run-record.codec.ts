@@ -27,7 +27,7 @@
  * it has never seen is written whole, replacing the record.
  */
 import { Buffer } from 'node:buffer';
-import { ContextTooLargeError, CorruptRecordError, type RunState, type UndoEntry } from '../core';
+import { ContextTooLargeError, CorruptRecordError, UnstorableValueError, type RunState, type UndoEntry } from '../core';
 import { checkRunState, decodeRunState } from './run-state.codec';
 
 /** The identity field (what never changes in a run): also the whole run in records written before deltas. */
@@ -105,15 +105,22 @@ export function encodeDelta(state: RunState, written: Written | undefined, maxBy
     return size;
   };
 
+  const json = (value: unknown, what: string, step?: string): string => {
+    try {
+      return JSON.stringify(value);
+    } catch (error) {
+      throw new UnstorableValueError(state.runId, what, step, error);
+    }
+  };
   const id = sameIdentity(w.identity, state) ? undefined : identity(state);
   if (id) put(HEADER_FIELD, JSON.stringify(id), true);
-  put(PROGRESS, JSON.stringify(progress(state)), true);
+  put(PROGRESS, progressJson(state, json), true);
   const inputsChanged = w.inputs !== state.inputs;
-  if (inputsChanged) put(INPUTS, JSON.stringify(state.inputs), true);
+  if (inputsChanged) put(INPUTS, json(state.inputs, 'the inputs'), true);
   for (let seq = w.completed; seq < state.completed.length; seq++) {
     const step = state.completed[seq];
     const value = state.results[step];
-    put(RESULT + step, JSON.stringify(value === undefined ? [seq] : [seq, value]), false);
+    put(RESULT + step, json(value === undefined ? [seq] : [seq, value], `the result of step '${step}'`, step), false);
   }
   const keep = commonUndo(w.undo, state.undoStack);
   for (let n = w.undo.length - 1; n >= keep; n--) {
@@ -123,9 +130,10 @@ export function encodeDelta(state: RunState, written: Written | undefined, maxBy
   const pushed: Written['undo'] = [];
   for (let n = keep; n < state.undoStack.length; n++) {
     const entry = state.undoStack[n];
-    pushed.push({ entry, bytes: put(UNDO + n, JSON.stringify([entry.step, entry.args]), false) });
+    const value = json([entry.step, entry.args], `the arguments of step '${entry.step}'`, entry.step);
+    pushed.push({ entry, bytes: put(UNDO + n, value, false) });
   }
-  for (let n = w.trace; n < state.trace.length; n++) put(TRACE + n, JSON.stringify(state.trace[n]), false);
+  for (let n = w.trace; n < state.trace.length; n++) put(TRACE + n, traceJson(state.trace[n]), false);
   const attempts: Array<[string, number]> = [];
   for (const step in state.attempts) {
     const count = state.attempts[step];
@@ -133,8 +141,8 @@ export function encodeDelta(state: RunState, written: Written | undefined, maxBy
     put(ATTEMPTS + step, String(count), true);
     attempts.push([step, count]);
   }
-  const children = changed(state.children, w.children, CHILD, put);
-  const maps = state.maps ? changed(state.maps, w.maps, MAP, put) : [];
+  const children = changed(state.runId, state.children, w.children, CHILD, put);
+  const maps = state.maps ? changed(state.runId, state.maps, w.maps, MAP, put) : [];
 
   if (bytes > maxBytes) throw new ContextTooLargeError(state.runId, bytes, maxBytes);
   return {
@@ -269,8 +277,47 @@ function commonUndo(stored: Written['undo'], current: readonly UndoEntry[]): num
   return n;
 }
 
+/**
+ * The run's progress as JSON. A failure or halt carries what the step was given and said; when that
+ * cannot be written it is kept as `'[not storable]'` so that the failure itself is stored. A value
+ * that cannot be written is the run's to fail on.
+ */
+function progressJson(state: RunState, json: (value: unknown, what: string) => string): string {
+  const head = progress(state);
+  try {
+    return JSON.stringify(head);
+  } catch {
+    const failure = head.failure && { ...head.failure, stepArguments: safe(head.failure.stepArguments) };
+    const halt = head.halt && { ...head.halt, details: safe(head.halt.details) };
+    return json({ ...head, failure, halt }, "the run's value");
+  }
+}
+
+/** `value` when it can be written as JSON, else `'[not storable]'`. */
+function safe(value: unknown): unknown {
+  try {
+    JSON.stringify(value);
+    return value;
+  } catch {
+    return '[not storable]';
+  }
+}
+
+/**
+ * A trace entry as JSON. The trace is for people: an entry whose arguments cannot be written keeps
+ * its place with `arguments: '[not storable]'` instead of failing the run.
+ */
+function traceJson(entry: RunState['trace'][number]): string {
+  try {
+    return JSON.stringify(entry);
+  } catch {
+    return JSON.stringify({ ...entry, arguments: '[not storable]', detail: entry.detail });
+  }
+}
+
 /** The entries of `current` whose JSON differs from what is `stored`, written with `put`. */
 function changed(
+  runId: string,
   current: Record<string, unknown>,
   stored: ReadonlyMap<string, string>,
   prefix: string,
@@ -278,7 +325,12 @@ function changed(
 ): Array<[string, string]> {
   const out: Array<[string, string]> = [];
   for (const key in current) {
-    const json = JSON.stringify(current[key]);
+    let json: string;
+    try {
+      json = JSON.stringify(current[key]);
+    } catch (error) {
+      throw new UnstorableValueError(runId, `the record of step '${key}'`, key, error);
+    }
     if (stored.get(key) === json) continue;
     put(prefix + key, json, true);
     out.push([key, json]);

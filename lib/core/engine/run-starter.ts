@@ -3,7 +3,8 @@ import type { ReactorDefinition } from '../definition/definition';
 import { redactInputs } from '../definition/redaction';
 import { InputValidationError } from '../errors/input-validation.error';
 import { InvalidRunStateError, LeaseLostError } from '../errors/run-state.error';
-import { runFailure } from '../model/failure';
+import { UnstorableValueError } from '../errors/unstorable-value.error';
+import { errorMessage, runFailure, type FieldErrors } from '../model/failure';
 import { ID_SEPARATORS, runLeaseKey } from '../model/keys';
 import { newRunState, type RunState } from '../model/run-state';
 import type { Lease } from '../ports/lock-manager.port';
@@ -48,6 +49,43 @@ export class RunStarter {
     return target;
   }
 
+  /**
+   * Store the new run (taking its lease in the same write when the caller executes it). Inputs
+   * JSON cannot hold (a BigInt, a cycle, nesting too deep) fail the run as invalid inputs, naming
+   * the field, instead of escaping as a bare error.
+   */
+  private async create(def: ReactorDefinition, state: RunState, lease: Lease | undefined): Promise<boolean> {
+    const { storage, leaseTtlMs } = this.parts;
+    const save = () =>
+      storage.save(state, {
+        createOnly: true,
+        lease,
+        leaseTtlMs: lease ? leaseTtlMs : undefined,
+        acquireLease: lease !== undefined,
+      });
+    try {
+      return await save();
+    } catch (error) {
+      if (!(error instanceof UnstorableValueError) || error.stepName !== undefined) throw error;
+      const fieldErrors: FieldErrors = {};
+      const inputs: Record<string, unknown> = {};
+      for (const [field, value] of Object.entries(state.inputs)) {
+        try {
+          JSON.stringify(value);
+          inputs[field] = value;
+        } catch (cause) {
+          fieldErrors[field] = [`cannot be stored: ${errorMessage(cause)} (use JSON-compatible values)`];
+        }
+      }
+      if (Object.keys(fieldErrors).length === 0) throw error;
+      state.inputs = inputs;
+      delete state.handoff;
+      failInputs(def, state, fieldErrors);
+      lease = undefined;
+      return save();
+    }
+  }
+
   /** Validate inputs and store the new run: failed when inputs are invalid, else running. */
   private async prepare<I>(
     def: ReactorDefinition,
@@ -55,7 +93,7 @@ export class RunStarter {
     options: RunOptions,
     mode: 'caller' | 'handoff',
   ): Promise<{ state: RunState; lease?: Lease }> {
-    const { storage, clock, middleware, leaseTtlMs } = this.parts;
+    const { clock, middleware } = this.parts;
     const runId = options.runId ?? this.newRunId();
     if (typeof runId !== 'string' || runId.length === 0 || ID_SEPARATORS.test(runId)) {
       throw new InvalidRunStateError(
@@ -68,22 +106,7 @@ export class RunStarter {
     const state = newRunState(def, runId, inputs, clock.now());
     let lease: Lease | undefined;
     if (Object.keys(errors).length > 0) {
-      const error = new InputValidationError(
-        `Reactor '${def.name}': input validation failed: ${describeFieldErrors(errors)}`,
-        errors,
-        def.name,
-      );
-      state.status = 'failed';
-      state.finishedAt = state.createdAt;
-      state.failure = runFailure({
-        message: error.message,
-        code: error.code,
-        reactorName: def.name,
-        exceptionClass: 'InputValidationError',
-        errorMessage: error.message,
-        inputs: redactInputs(def, inputs),
-        fieldErrors: errors,
-      });
+      failInputs(def, state, errors);
     } else {
       state.status = 'running';
       if (mode === 'handoff') state.handoff = { mode: 'all' };
@@ -92,12 +115,7 @@ export class RunStarter {
     }
     let created: boolean;
     try {
-      created = await storage.save(state, {
-        createOnly: true,
-        lease,
-        leaseTtlMs: lease ? leaseTtlMs : undefined,
-        acquireLease: lease !== undefined,
-      });
+      created = await this.create(def, state, lease);
     } catch (error) {
       if (!(error instanceof LeaseLostError)) throw error;
       throw new InvalidRunStateError(
@@ -126,4 +144,24 @@ export class RunStarter {
     }
     return { state, lease };
   }
+}
+
+/** Mark a new run failed because of its inputs: `INPUT_VALIDATION`, naming every field at fault. */
+function failInputs(def: ReactorDefinition, state: RunState, fieldErrors: FieldErrors): void {
+  const error = new InputValidationError(
+    `Reactor '${def.name}': input validation failed: ${describeFieldErrors(fieldErrors)}`,
+    fieldErrors,
+    def.name,
+  );
+  state.status = 'failed';
+  state.finishedAt = state.createdAt;
+  state.failure = runFailure({
+    message: error.message,
+    code: error.code,
+    reactorName: def.name,
+    exceptionClass: 'InputValidationError',
+    errorMessage: error.message,
+    inputs: redactInputs(def, state.inputs),
+    fieldErrors,
+  });
 }

@@ -6,3 +6,4 @@ export * from './run-state.error';
 export * from './step.error';
 export * from './configuration.error';
 export * from './internal.error';
+export * from './unstorable-value.error';

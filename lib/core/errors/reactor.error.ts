@@ -17,6 +17,7 @@ export type ReactorErrorCode =
   | 'SCHEMA_VERSION'
   | 'DEFINITION_CHANGED'
   | 'CONFIGURATION_INVALID'
+  | 'VALUE_NOT_STORABLE'
   | 'WAIT_TIMEOUT'
   | 'INTERNAL';
 

@@ -33,6 +33,7 @@
 import type { ReactorDefinition, StepDefinition } from '../definition/definition';
 import { InternalError } from '../errors/internal.error';
 import { ContextTooLargeError, LeaseLostError } from '../errors/run-state.error';
+import { UnstorableValueError } from '../errors/unstorable-value.error';
 import { ReadySteps } from '../graph/dependency-graph';
 import type { RollbackFailure } from '../model/failure';
 import type { RunState } from '../model/run-state';
@@ -165,12 +166,29 @@ export class RunExecution extends RunScope implements NestedExecution {
       }
       return outcomeOf(state);
     } else {
-      state.value = this.def.returns ? this.resolveSource(this.def.returns) : { ...state.results };
-      state.status = 'completed';
-      state.finishedAt = this.now();
-      await this.saveRun(this.root);
+      await this.complete(result.last);
     }
     return this.finish();
+  }
+
+  /**
+   * Complete the run with its value in the final save. When the last step's result (or the value)
+   * cannot be stored, that step fails instead and the run rolls back.
+   */
+  private async complete(last: Extract<StepResult, { kind: 'success' | 'skipped' }> | undefined): Promise<void> {
+    const { state } = this;
+    state.value = this.def.returns ? this.resolveSource(this.def.returns) : { ...state.results };
+    state.status = 'completed';
+    state.finishedAt = this.now();
+    try {
+      await this.saveRun(this.root);
+    } catch (error) {
+      if (!(error instanceof UnstorableValueError) || !last) throw error;
+      delete state.value;
+      delete state.finishedAt;
+      state.status = 'running';
+      await rollback(this, [await this.takeBack(last, error)]);
+    }
   }
 
   private async finish(): Promise<RunOutcome> {
@@ -184,6 +202,8 @@ export class RunExecution extends RunScope implements NestedExecution {
     failures: StepFailed[];
     halt?: Extract<StepResult, { kind: 'halt' }>;
     handoff?: Handoff;
+    /** The step that settled last with a result (its result goes with the final save). */
+    last?: Extract<StepResult, { kind: 'success' | 'skipped' }>;
   }> {
     const { def, state } = this;
     const finished = new Set(state.completed);
@@ -192,6 +212,7 @@ export class RunExecution extends RunScope implements NestedExecution {
     const failures: StepFailed[] = [];
     let halt: Extract<StepResult, { kind: 'halt' }> | undefined;
     let handoff: Handoff | undefined;
+    let last: Extract<StepResult, { kind: 'success' | 'skipped' }> | undefined;
     let wave: StepDefinition[] = [];
     const sequential = def.maxConcurrency === 1;
     const background = this.root && this.env.mode === 'caller' && this.env.enqueueResume ? def.background : undefined;
@@ -230,11 +251,15 @@ export class RunExecution extends RunScope implements NestedExecution {
         case 'success':
         case 'skipped': {
           const name = settled.step.name;
+          last = settled;
           state.results[name] = settled.value;
           state.completed.push(name);
           finished.add(name);
-          if (settled.kind === 'success')
-            state.undoStack.push({ step: name, args: settled.args, result: settled.value });
+          if (settled.kind === 'success') {
+            // Arguments are kept only for an undo that will use them (and must survive a resume).
+            const args = stepKindOf(settled.step).hasUndoWork(this, settled.step) ? settled.args : {};
+            state.undoStack.push({ step: name, args, result: settled.value });
+          }
           if (state.retryAt) delete state.retryAt[name];
           this.trace({ type: settled.kind === 'success' ? 'complete' : 'skip', step: name });
           await this.emitStep(settled.step, { type: 'step.complete', outcome: settled.kind });
@@ -247,8 +272,8 @@ export class RunExecution extends RunScope implements NestedExecution {
           try {
             await this.checkpoint();
           } catch (error) {
-            if (!(error instanceof ContextTooLargeError)) throw error;
-            failures.push(await this.tooLarge(settled, error));
+            if (!(error instanceof ContextTooLargeError || error instanceof UnstorableValueError)) throw error;
+            failures.push(await this.takeBack(settled, error));
             finished.delete(name);
             break;
           }
@@ -278,7 +303,7 @@ export class RunExecution extends RunScope implements NestedExecution {
       // Unreachable for a validated definition; guards against a corrupt resumed state.
       throw new InternalError(`Reactor '${def.name}': no ready steps but the run is not complete.`);
     }
-    return { failures, halt, handoff };
+    return { failures, halt, handoff, last };
   }
 
   /** Save a mid-run checkpoint, coalesced by `checkpointMinIntervalMs`. */
@@ -291,12 +316,13 @@ export class RunExecution extends RunScope implements NestedExecution {
   }
 
   /**
-   * A step's result made the run too large to store. Take the step back off the run (undoing it
-   * at once, in memory, since its result cannot be saved) and fail it with the error.
+   * A step's result could not be stored (the run would be too large, or the value is not
+   * JSON-compatible). Take the step back off the run (undoing it at once, in memory, since its
+   * result cannot be saved) and fail it with the error.
    */
-  private async tooLarge(
+  private async takeBack(
     settled: Extract<StepResult, { kind: 'success' | 'skipped' }>,
-    error: ContextTooLargeError,
+    error: ContextTooLargeError | UnstorableValueError,
   ): Promise<StepFailed> {
     const name = settled.step.name;
     const { state } = this;

@@ -1,0 +1,24 @@
+import { ReactorError } from './reactor.error';
+
+/**
+ * A value the run must store cannot be written as JSON: a BigInt, a circular object, or an object
+ * whose `toJSON` throws. The step that produced it fails (never retried: the same value would come
+ * back) and the run rolls back as for any failure.
+ */
+export class UnstorableValueError extends ReactorError {
+  constructor(
+    readonly runId: string,
+    /** What could not be stored: `the result of step 'charge'`, `the inputs`, ... */
+    readonly what: string,
+    /** The step whose value it is, when one is. */
+    readonly stepName: string | undefined,
+    cause: unknown,
+  ) {
+    super(
+      'VALUE_NOT_STORABLE',
+      `Run '${runId}': ${what} cannot be stored: ${(cause as Error)?.message ?? String(cause)}. ` +
+        'Return JSON-compatible values (a string for a BigInt, plain objects without cycles).',
+      { retryable: false, cause },
+    );
+  }
+}

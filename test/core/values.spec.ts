@@ -1,0 +1,145 @@
+import { defineReactor, type ReactorBuilder } from '../../lib/core/definition/builder';
+import { failure, success } from '../../lib/core/results/step-outcome';
+import { createHarness } from './harness';
+
+/** Three steps; `b` returns `bad` (a value JSON cannot hold) unless told otherwise. */
+function chain(log: string[], bad: () => unknown, where: 'middle' | 'last') {
+  return defineReactor(
+    `values-${where}`,
+    (r: ReactorBuilder<object>) => {
+      const step = (name: string, value: () => unknown) =>
+        r.step(
+          name,
+          {
+            run: () => (log.push(`run:${name}`), success(value())),
+            undo: () => void log.push(`undo:${name}`),
+          },
+          {},
+        );
+      const a = step('a', () => 'A');
+      const b = r.step(
+        'b',
+        { run: () => (log.push('run:b'), success(bad())), undo: () => void log.push('undo:b') },
+        {},
+        { waitFor: [a] },
+      );
+      if (where === 'middle') {
+        r.step('c', { run: () => (log.push('run:c'), success('C')) }, {}, { waitFor: [b] });
+      }
+    },
+    { maxConcurrency: 1 },
+  );
+}
+
+const circular = () => {
+  const o: Record<string, unknown> = { name: 'loop' };
+  o.self = o;
+  return o;
+};
+
+describe('values a run cannot store', () => {
+  it.each([
+    ['a BigInt', () => 10n ** 20n],
+    ['a circular object', circular],
+  ])('a step returning %s mid-run fails that step (not retried) and the run rolls back', async (_, bad) => {
+    const { engine } = createHarness();
+    const log: string[] = [];
+    const outcome = await engine.run(chain(log, bad, 'middle'), {});
+
+    expect(outcome.status).toBe('failed');
+    if (outcome.status !== 'failed') return;
+    expect(outcome.failure).toMatchObject({ code: 'VALUE_NOT_STORABLE', stepName: 'b', retryable: false });
+    expect(outcome.failure.message).toContain("the result of step 'b' cannot be stored");
+    // b ran once; its result was taken back (undone at once), then a was undone; c never ran.
+    expect(log).toEqual(['run:a', 'run:b', 'undo:b', 'undo:a']);
+    expect((await engine.get(outcome.runId))?.status).toBe('failed');
+  });
+
+  it('the last step returning a value JSON cannot hold fails too, with the same rollback', async () => {
+    const { engine } = createHarness();
+    const log: string[] = [];
+    const outcome = await engine.run(
+      chain(log, () => 1n, 'last'),
+      {},
+    );
+
+    expect(outcome.status).toBe('failed');
+    if (outcome.status !== 'failed') return;
+    expect(outcome.failure).toMatchObject({ code: 'VALUE_NOT_STORABLE', stepName: 'b' });
+    expect(log).toEqual(['run:a', 'run:b', 'undo:b', 'undo:a']);
+    const stored = await engine.get(outcome.runId);
+    expect(stored?.status).toBe('failed');
+    expect(stored?.completed).toEqual(['a']);
+  });
+
+  it('in a worker: the step runs once and the run fails with the step named, rolled back', async () => {
+    const { engine, dispatcher } = createHarness();
+    const log: string[] = [];
+    const def = defineReactor(
+      'values-worker',
+      (r: ReactorBuilder<object>) => {
+        const a = r.step(
+          'a',
+          { run: () => (log.push('run:a'), success('A')), undo: () => void log.push('undo:a') },
+          {},
+        );
+        r.step('b', () => (log.push('run:b'), success({ big: 1n })), {}, { waitFor: [a] });
+        r.step('never', () => failure('unreachable'), {}, { waitFor: ['b'] });
+      },
+      { background: { all: true }, maxConcurrency: 1 },
+    );
+    const started = await engine.run(def, {});
+    const outcome = await engine.wait(started.runId, { timeoutMs: 5_000 });
+    await dispatcher.idle();
+
+    expect(outcome.status).toBe('failed');
+    if (outcome.status !== 'failed') return;
+    expect(outcome.failure).toMatchObject({ code: 'VALUE_NOT_STORABLE', stepName: 'b' });
+    expect(log).toEqual(['run:a', 'run:b', 'undo:a']);
+  });
+
+  it('a trace entry whose arguments cannot be stored keeps its place without failing the run', async () => {
+    const { engine } = createHarness();
+    const def = defineReactor('values-trace', (r: ReactorBuilder<object>) =>
+      r.step('use', ({ n }: { n: bigint }) => success(String(n)), { n: r.value(5n) }),
+    );
+    const outcome = await engine.run(def, {});
+    expect(outcome.status).toBe('completed');
+    const stored = await engine.get(outcome.runId);
+    expect(stored?.trace.find((t) => t.type === 'run')?.arguments).toBe('[not storable]');
+  });
+});
+
+describe('inputs a run cannot store', () => {
+  const def = defineReactor('values-inputs', (r: ReactorBuilder<{ order: unknown; note: string }>) =>
+    r.step('noop', () => success(1), {
+      o: r.input('order', { type: 'object' }),
+      n: r.input('note', { type: 'string' }),
+    }),
+  );
+  const deep = () => {
+    let value: Record<string, unknown> = {};
+    const root = value;
+    for (let i = 0; i < 20_000; i++) value = (value.next = {}) as Record<string, unknown>;
+    return root;
+  };
+
+  it.each([
+    ['circular', circular],
+    ['20,000 levels deep', deep],
+    ['holding a BigInt', () => ({ total: 10n })],
+  ])('an input that is %s fails the run as invalid input naming the field, nothing thrown', async (_, order) => {
+    const { engine } = createHarness();
+    const outcome = await engine.run(def, { order: order(), note: 'fine' });
+
+    expect(outcome.status).toBe('failed');
+    if (outcome.status !== 'failed') return;
+    expect(outcome.failure).toMatchObject({
+      code: 'INPUT_VALIDATION',
+      fieldErrors: { order: [expect.stringContaining('cannot be stored')] },
+    });
+    const stored = await engine.get(outcome.runId);
+    expect(stored?.status).toBe('failed');
+    expect(stored?.inputs).toEqual({ note: 'fine' });
+  });
+});
