@@ -30,9 +30,13 @@
                5 acquireLease: take the lease (SET NX PX with the token) instead of checking it: a
                  run's first save in the caller; with createOnly, an existing record is refused first
                6 full: replace the whole record (delete, then write the fields)
-    ARGV[8]  n: the number of field/value arguments that follow (twice the fields to set)
-    ARGV[9 .. 8+n]   field, value, field, value, ...   fields to set
-    ARGV[9+n ..]     fields to delete
+    ARGV[8]  stamp: unique to this write of this writer ("" for an unfenced write). Stored in the
+             record's `w` field; a re-sent script (its reply was lost and the client sent it again)
+             finds its own stamp and answers 1 as the first time did, instead of "exists" or "lease
+             lost"
+    ARGV[9]  n: the number of field/value arguments that follow (twice the fields to set)
+    ARGV[10 .. 9+n]  field, value, field, value, ...   fields to set
+    ARGV[10+n ..]    fields to delete
 
   Output:
      1  written
@@ -45,7 +49,8 @@ local contextTtl = tonumber(ARGV[4])
 local leaseTtl = tonumber(ARGV[6])
 local score = tonumber(ARGV[3])
 local flags = ARGV[7]
-local n = tonumber(ARGV[8])
+local stamp = ARGV[8]
+local n = tonumber(ARGV[9])
 if not contextTtl or contextTtl <= 0 or not leaseTtl or not score or not n or n % 2 ~= 0 or #flags ~= 6 then
   return -2
 end
@@ -57,19 +62,32 @@ local acquireLease = string.sub(flags, 5, 5) == "1"
 local full = string.sub(flags, 6, 6) == "1"
 
 local token = ARGV[5]
+-- This very write was applied already (a re-send after a lost reply).
+local function mine()
+  return stamp ~= "" and redis.call("HGET", KEYS[1], "w") == stamp
+end
 if acquireLease and token ~= "" then
   if createOnly and redis.call("EXISTS", KEYS[1]) == 1 then
+    if mine() then
+      return 1
+    end
     return 0
   end
   if not redis.call("SET", KEYS[2], token, "NX", "PX", leaseTtl) then
     return -1
   end
 elseif token ~= "" and redis.call("GET", KEYS[2]) ~= token then
+  if mine() then
+    return 1
+  end
   return -1
 end
 
 if createOnly then
   if redis.call("EXISTS", KEYS[1]) == 1 then
+    if mine() then
+      return 1
+    end
     return 0
   end
 elseif terminal == "0" and not reopen then
@@ -83,7 +101,7 @@ if full then
 end
 -- HSET and HDEL in chunks: unpack() is bounded by Lua's C stack.
 local CHUNK = 200
-local first, last = 9, 8 + n
+local first, last = 10, 9 + n
 for i = first, last, 2 * CHUNK do
   redis.call("HSET", KEYS[1], unpack(ARGV, i, math.min(i + 2 * CHUNK - 1, last)))
 end
@@ -91,6 +109,11 @@ for i = last + 1, #ARGV, CHUNK do
   redis.call("HDEL", KEYS[1], unpack(ARGV, i, math.min(i + CHUNK - 1, #ARGV)))
 end
 redis.call("HSET", KEYS[1], "status", ARGV[2], "terminal", terminal)
+if stamp ~= "" then
+  redis.call("HSET", KEYS[1], "w", stamp)
+else
+  redis.call("HDEL", KEYS[1], "w")
+end
 redis.call("HDEL", KEYS[1], "broken")
 redis.call("PEXPIRE", KEYS[1], contextTtl)
 

@@ -258,6 +258,43 @@ describe('round trips (counted with MONITOR)', () => {
     await expect(storage.load(state.runId)).resolves.toEqual(state);
   });
 
+  it('a checkpoint re-sent after its reply was lost answers as the first time and changes nothing', async () => {
+    const { client, storage, locks } = fresh();
+    const state = makeRunState({ results: {}, completed: [], undoStack: [], attempts: {}, trace: [] });
+    const lease = { key: `run:${state.runId}`, token: randomUUID() };
+    const runKey = keys.runKey(state.runId);
+    // What ioredis does when a reply is lost and it reconnects: send the very same command again.
+    const resend = async (command: string[]) => client.call(command[0], ...command.slice(1));
+
+    // The create, taking the lease in the same write: re-sent, it is not "already exists".
+    const [create] = await commandsOf(client, () =>
+      storage.save(state, { lease, leaseTtlMs: 30_000, createOnly: true, acquireLease: true }),
+    );
+    const created = await redis.hgetall(runKey);
+    await expect(resend(create)).resolves.toBe(1);
+    expect(await redis.hgetall(runKey)).toEqual(created);
+
+    // A mid-run checkpoint, re-sent after the next one landed: it answers 1 and writes nothing.
+    state.results.a = 'A';
+    state.completed.push('a');
+    state.updatedAt += 1;
+    const [checkpoint] = await commandsOf(client, () => storage.save(state, { lease, leaseTtlMs: 30_000 }));
+    state.results.b = 'B';
+    state.completed.push('b');
+    state.status = 'completed';
+    state.updatedAt += 1;
+    // The final save releases the lease: re-sent, it is not "lease lost".
+    const [final] = await commandsOf(client, () =>
+      storage.save(state, { lease, leaseTtlMs: 30_000, releaseLease: true }),
+    );
+    const finished = await redis.hgetall(runKey);
+    expect(await locks.isHeld(lease.key)).toBe(false);
+    await expect(resend(final)).resolves.toBe(1);
+    await expect(resend(checkpoint)).resolves.toBe(-1);
+    expect(await redis.hgetall(runKey)).toEqual(finished);
+    await expect(storage.load(state.runId)).resolves.toEqual(state);
+  });
+
   it('the other operations: one command each, except a missing load and markBroken', async () => {
     const { client, storage, locks } = fresh();
     const state = makeRunState();

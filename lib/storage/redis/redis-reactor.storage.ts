@@ -63,6 +63,8 @@ export class RedisReactorStorage implements ReactorStorage {
   private readonly clock: Clock;
   /** What is stored of each state object this adapter loaded or saved. */
   private readonly written = new WeakMap<RunState, Written>();
+  /** Numbers this adapter's fenced writes, so each has a stamp of its own (see checkpoint-3.lua). */
+  private writes = 0;
   private readonly runKeys = new WeakMap<RunState, { runId: string; record: string; index: string }>();
 
   constructor(
@@ -100,6 +102,7 @@ export class RedisReactorStorage implements ReactorStorage {
         flag(options.releaseLease) +
         flag(options.acquireLease) +
         flag(delta.full),
+      lease ? `${lease.token}:${++this.writes}` : '',
       delta.set.length,
       ...delta.set,
       ...delta.del,
