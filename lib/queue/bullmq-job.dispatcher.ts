@@ -114,7 +114,7 @@ function isQueue(value: Queue | StandaloneBullMqJobDispatcherOptions): value is 
 
 /** The job's identity fields only, without `undefined` values (and without a count of one). */
 function identityOf(job: ReactorJob): ReactorJob {
-  const { kind, runId, reactorName, snoozes } = job;
+  const { kind, runId, reactorName, snoozes, deferrals } = job;
   const data: ReactorJob =
     kind === 'resume'
       ? { kind, runId, reactorName }
@@ -127,5 +127,6 @@ function identityOf(job: ReactorJob): ReactorJob {
           ...(job.count !== undefined && job.count !== 1 ? { count: job.count } : {}),
         };
   if (snoozes !== undefined) data.snoozes = snoozes;
+  if (deferrals !== undefined) data.deferrals = deferrals;
   return data;
 }

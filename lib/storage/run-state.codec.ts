@@ -110,7 +110,7 @@ export function brokenRunState(
   now: number,
 ): RunState {
   const previous = salvage(previousRaw);
-  const name = reactorName ?? previous.reactorName ?? 'unknown';
+  const name = previous.reactorName ?? reactorName ?? 'unknown';
   return {
     ...newRunState({ name, hash: previous.definitionHash ?? '' }, runId, {}, previous.createdAt ?? now),
     status: 'failed',

@@ -145,16 +145,63 @@ describe('durability: sweeper', () => {
 });
 
 describe('durability: records that cannot be used', () => {
-  it('fails a run whose reactor is unknown, once, without throwing', async () => {
+  it('a worker that does not know the reactor hands the job back for one that does, touching nothing', async () => {
+    const { dispatcher, jobs } = recordingDispatcher();
+    const { engine, storage, locks } = createHarness({ dispatcher });
+    const log: string[] = [];
+    const runId = (await engine.start(twoSteps(log), {})).runId;
+    const before = await storage.load(runId);
+    // Another process (an older release) that has not registered the reactor.
+    const { engine: other } = createHarness({ dispatcher, storage, locks });
+    await other.handleJob(jobs[0].job);
+
+    expect(await storage.load(runId)).toEqual(before);
+    expect(jobs[1]).toEqual({
+      job: { kind: 'resume', runId, reactorName: 'two', deferrals: 1 },
+      delayMs: 20_000,
+    });
+    // The worker that knows it runs the run to the end.
+    await engine.handleJob(jobs[1].job);
+    expect((await engine.get(runId))?.status).toBe('completed');
+    expect(log).toEqual(['run:a', 'run:b']);
+  });
+
+  it('never touches a finished run, or one executing elsewhere, for a job naming a reactor it does not know', async () => {
+    const { dispatcher, jobs } = recordingDispatcher();
+    const { engine, storage, locks } = createHarness({ dispatcher });
+    const done = await engine.run(twoSteps([]), {});
+    const finished = await storage.load(done.runId);
+    const { engine: other } = createHarness({ dispatcher, storage, locks });
+    await other.handleJob({ kind: 'resume', runId: done.runId, reactorName: 'some-other-reactor' });
+    expect(await storage.load(done.runId)).toEqual(finished);
+
+    const busy = (await engine.start(twoSteps([]), {})).runId;
+    const held = (await locks.acquire(runLeaseKey(busy), 60_000))!;
+    const waiting = await storage.load(busy);
+    jobs.length = 0;
+    await other.handleJob({ kind: 'resume', runId: busy, reactorName: 'some-other-reactor' });
+    expect(await storage.load(busy)).toEqual(waiting);
+    expect(jobs.map((j) => j.job.snoozes)).toEqual([1]); // snoozed: the holder carries on
+    await locks.release(held);
+  });
+
+  it('parks a run after a bounded number of hand-backs, its record intact', async () => {
     const { dispatcher, jobs } = recordingDispatcher();
     const { engine, storage, locks } = createHarness({ dispatcher });
     const runId = (await engine.start(twoSteps([]), {})).runId;
-    // Another process that has not registered the reactor.
-    const { engine: other } = createHarness({ dispatcher, storage, locks });
-    await other.handleJob(jobs[0].job);
-    const view = await engine.get(runId);
-    expect(view?.status).toBe('failed');
-    expect(view?.failure?.code).toBe('UNKNOWN_REACTOR');
+    const before = await storage.load(runId);
+    const errors: string[] = [];
+    const { engine: other } = createHarness({
+      dispatcher,
+      storage,
+      locks,
+      logger: { log: () => undefined, warn: () => undefined, error: (m) => errors.push(m) },
+    });
+    jobs.length = 0;
+    await other.handleJob({ kind: 'resume', runId, reactorName: 'two', deferrals: 30 });
+    expect(jobs).toEqual([]);
+    expect(errors).toEqual([expect.stringContaining(`Run '${runId}' of reactor 'two' is parked`)]);
+    expect(await storage.load(runId)).toEqual(before);
   });
 
   it('fails a run whose stored record is corrupt, once, and a definition change too', async () => {
@@ -175,6 +222,33 @@ describe('durability: records that cannot be used', () => {
     await clockless.storage.save(state);
     await engine.handleJob({ kind: 'resume', runId: changed, reactorName: 'two' });
     expect((await engine.get(changed))?.failure?.code).toBe('DEFINITION_CHANGED');
+  });
+
+  it('a run started under another definition fails with its whole record kept, and can still be undone', async () => {
+    const { dispatcher, jobs } = recordingDispatcher();
+    const { engine, storage } = createHarness({ dispatcher });
+    const log: string[] = [];
+    const def = twoSteps(log);
+    const runId = (await engine.start(def, {})).runId;
+    // It ran `a` and was checkpointed, then a deploy changed the reactor's shape.
+    const state = (await storage.load(runId))!;
+    state.results.a = 'A';
+    state.completed.push('a');
+    state.undoStack.push({ step: 'a', args: {}, result: 'A' });
+    state.definitionHash = 'older-shape';
+    await storage.save(state);
+
+    await engine.handleJob(jobs[0].job);
+    const failed = await engine.get(runId);
+    expect(failed?.status).toBe('failed');
+    expect(failed?.failure?.code).toBe('DEFINITION_CHANGED');
+    expect(failed?.results).toEqual({ a: 'A' });
+    expect((await storage.load(runId))?.undoStack).toEqual([{ step: 'a', args: {}, result: 'A' }]);
+
+    // The step implementations are still there by name: undo runs the undo of `a`.
+    const undone = await engine.undo(runId);
+    expect(undone.status).toBe('cancelled');
+    expect(log).toEqual(['undo:a']);
   });
 
   it('fails a run with CONTEXT_TOO_LARGE instead of storing a huge result, undoing that step', async () => {

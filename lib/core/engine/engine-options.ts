@@ -29,6 +29,10 @@ export const ENGINE_DEFAULTS = {
   elementRollbackSnoozes: 20,
   /** Element rollback batch of a map whose metadata is gone. */
   mapRollbackBatch: 50,
+  /** A job for a reactor this process does not know goes back to the queue this many times... */
+  unknownReactorDeferrals: 30,
+  /** ...this long apart (30 x 20 s: ten minutes for a deploy to bring a worker that knows it). */
+  unknownReactorDelayMs: 20_000,
 } as const;
 
 /** Options of {@link ReactorEngine}. */

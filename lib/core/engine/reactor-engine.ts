@@ -70,6 +70,7 @@ export class ReactorEngine {
       leases,
       executions,
       this.waiters,
+      logger,
     );
     this.mapJobs = new MapJobs(parts, this.registry, dispatch, leases, executions);
     this.control = new RunControl(parts, this.registry, leases, executions, this.waiters);

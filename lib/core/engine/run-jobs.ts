@@ -1,12 +1,16 @@
 import type { ReactorDefinition } from '../definition/definition';
+import { redactInputs } from '../definition/redaction';
 import { CorruptRecordError, DefinitionChangedError } from '../errors/run-state.error';
+import { errorMessage, runFailure } from '../model/failure';
 import { runLeaseKey } from '../model/keys';
-import { isTerminal } from '../model/run-state';
+import { isTerminal, type RunState } from '../model/run-state';
 import type { ResumeJob } from '../ports/job-dispatcher.port';
+import type { Lease } from '../ports/lock-manager.port';
 import type { ClaimResult, ReactorStorage } from '../ports/reactor-storage.port';
 import type { Clock } from '../ports/clock.port';
 import { toBrokenReason } from './broken-reason';
 import type { Dispatch } from './dispatch';
+import { ENGINE_DEFAULTS, type EngineLogger } from './engine-options';
 import type { Executions } from './executions';
 import type { LeaseKeeper } from './lease-keeper';
 import type { DefinitionRegistry } from './registry';
@@ -23,28 +27,25 @@ export class RunJobs {
     private readonly leases: LeaseKeeper,
     private readonly executions: Executions,
     private readonly waiters: Waiters,
+    private readonly logger: EngineLogger,
   ) {}
 
   /**
-   * Deliver one resume job. A run executing elsewhere is snoozed; a missing run is a no-op; a
-   * record that cannot be used marks the run failed once and returns normally (no retry storm).
+   * Deliver one resume job. A run executing elsewhere is snoozed; a missing or finished run is
+   * left alone; a record that cannot be read is marked failed once (keeping what can be read); a
+   * run of a reactor this process does not know is handed back for a worker that knows it; a run
+   * started under another definition fails with its whole record kept, so it can still be undone.
+   * Nothing is written before this worker holds the run's lease and has read its status.
    */
   async handle(job: ResumeJob): Promise<void> {
-    let def: ReactorDefinition;
-    try {
-      def = this.registry.get(job.reactorName);
-    } catch (error) {
-      await this.storage.markBroken(job.runId, job.reactorName, toBrokenReason(error));
-      this.waiters.notify(job.runId);
-      return;
-    }
     const lease = this.leases.newLease(runLeaseKey(job.runId));
     let claim: ClaimResult;
     try {
       claim = await this.storage.acquireAndLoad(job.runId, lease, this.leaseTtlMs);
     } catch (error) {
       if (!(error instanceof CorruptRecordError)) throw error;
-      await this.storage.markBroken(job.runId, def.name, toBrokenReason(error));
+      await this.storage.markBroken(job.runId, job.reactorName, toBrokenReason(error));
+      this.logger.warn(`Run '${job.runId}' was marked failed: ${errorMessage(error)}`);
       await this.leases.releaseQuietly(lease);
       this.waiters.notify(job.runId);
       return;
@@ -59,13 +60,15 @@ export class RunJobs {
       await this.leases.releaseQuietly(lease);
       return;
     }
-    if (state.definitionHash !== def.hash) {
-      await this.storage.markBroken(
-        job.runId,
-        def.name,
-        toBrokenReason(new DefinitionChangedError(job.runId, def.name)),
-      );
+    // The stored run names its reactor; the job's name is only a hint.
+    if (!this.registry.has(state.reactorName)) {
       await this.leases.releaseQuietly(lease);
+      await this.deferUnknown(job, state.reactorName);
+      return;
+    }
+    const def = this.registry.get(state.reactorName);
+    if (state.definitionHash !== def.hash) {
+      await this.failChanged(state, def, lease);
       this.waiters.notify(job.runId);
       return;
     }
@@ -77,5 +80,48 @@ export class RunJobs {
       return;
     }
     await this.executions.execute(def, state, lease, 'worker', true);
+  }
+
+  /**
+   * A run of a reactor this process does not know (a rolling deploy: an older worker took the
+   * job): hand the job back, after a delay, for a worker that knows it, a bounded number of times;
+   * then leave the run parked (the sweeper offers it again later). The record is never touched.
+   */
+  private async deferUnknown(job: ResumeJob, reactorName: string): Promise<void> {
+    const deferrals = job.deferrals ?? 0;
+    if (deferrals >= ENGINE_DEFAULTS.unknownReactorDeferrals) {
+      this.logger.error(
+        `Run '${job.runId}' of reactor '${reactorName}' is parked: no worker that took its job knows the reactor ` +
+          `(${deferrals} tries). Deploy a worker that registers it; the sweeper offers the run again.`,
+      );
+      return;
+    }
+    this.logger.warn(
+      `Run '${job.runId}': reactor '${reactorName}' is not registered in this process; its job goes back to the queue for a worker that knows it.`,
+    );
+    await this.dispatch.one(
+      { kind: 'resume', runId: job.runId, reactorName, deferrals: deferrals + 1 },
+      ENGINE_DEFAULTS.unknownReactorDelayMs,
+    );
+  }
+
+  /**
+   * The run was started under another definition of its reactor: fail it with
+   * `DEFINITION_CHANGED`, keeping its whole record (inputs, results, undo stack, trace), so that
+   * `undo` can still undo the steps it completed.
+   */
+  private async failChanged(state: RunState, def: ReactorDefinition, lease: Lease): Promise<void> {
+    const error = new DefinitionChangedError(state.runId, def.name);
+    state.status = 'failed';
+    state.failure = runFailure({
+      message: error.message,
+      code: error.code,
+      reactorName: def.name,
+      error,
+      inputs: redactInputs(def, state.inputs),
+    });
+    state.finishedAt = state.updatedAt = this.clock.now();
+    await this.storage.save(state, { lease, leaseTtlMs: this.leaseTtlMs, releaseLease: true });
+    this.logger.warn(error.message);
   }
 }
