@@ -289,3 +289,38 @@ describe('durability: records that cannot be used', () => {
     expect((await engine.get(finished.runId))?.status).toBe('completed');
   });
 });
+
+describe('durability: background failures are logged', () => {
+  it('a run that fails in a worker is logged with its code, and each undo that did not complete as an error', async () => {
+    const warned: string[] = [];
+    const errors: string[] = [];
+    const { engine, dispatcher } = createHarness({
+      logger: { log: () => undefined, warn: (m) => warned.push(m), error: (m) => errors.push(m) },
+    });
+    const def = defineReactor(
+      'logged',
+      (r: ReactorBuilder<object>) => {
+        const a = r.step(
+          'a',
+          {
+            run: () => success('A'),
+            undo: () => {
+              throw new Error('refund API down');
+            },
+          },
+          {},
+        );
+        r.step('b', () => failure(new Error('card declined'), { retryable: false }), {}, { waitFor: [a] });
+      },
+      { background: { all: true } },
+    );
+    const started = await engine.run(def, {});
+    await engine.wait(started.runId, { timeoutMs: 5_000 });
+    await dispatcher.idle();
+
+    expect(warned).toEqual([
+      expect.stringMatching(new RegExp(`Run '${started.runId}' failed \\(STEP_FAILED\\).*card declined`)),
+    ]);
+    expect(errors).toEqual([`Run '${started.runId}': the undo of step 'a' did not complete (raised): refund API down`]);
+  });
+});

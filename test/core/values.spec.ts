@@ -143,3 +143,28 @@ describe('inputs a run cannot store', () => {
     expect(stored?.inputs).toEqual({ note: 'fine' });
   });
 });
+
+describe('run ids', () => {
+  it.each([
+    ['null', null],
+    ['empty', ''],
+    ['with an id separator', 'order:1'],
+    ['with a lone surrogate', 'order-\ud800'],
+  ])('a run id that is %s is refused with a coded error by start, get, wait and undo', async (_, runId) => {
+    const { engine } = createHarness();
+    const def = defineReactor('ids', (r: ReactorBuilder<object>) => r.step('s', () => success(1), {}));
+    const invalid = { code: 'INVALID_RUN_ID', message: expect.stringContaining('is invalid') };
+    // A null run id in the options is no run id: the engine makes one.
+    if (runId !== null) await expect(engine.run(def, {}, { runId })).rejects.toMatchObject(invalid);
+    await expect(engine.get(runId as string)).rejects.toMatchObject(invalid);
+    await expect(engine.wait(runId as string, { timeoutMs: 10 })).rejects.toMatchObject(invalid);
+    await expect(engine.undo(runId as string)).rejects.toMatchObject(invalid);
+  });
+
+  it('two ids that differ only in a lone surrogate are not stored under one key: the ill-formed one is refused', async () => {
+    const { engine } = createHarness();
+    const def = defineReactor('ids-ok', (r: ReactorBuilder<object>) => r.step('s', () => success(1), {}));
+    await expect(engine.run(def, {}, { runId: 'order-\ud83d\ude00' })).resolves.toMatchObject({ status: 'completed' });
+    await expect(engine.run(def, {}, { runId: 'order-\ud83d' })).rejects.toMatchObject({ code: 'INVALID_RUN_ID' });
+  });
+});

@@ -2,6 +2,7 @@ import type { ReactorDefinition } from '../definition/definition';
 import { ContextTooLargeError, LeaseLostError } from '../errors/run-state.error';
 import type { ExecutionEnv } from '../executor/execution-env';
 import { RunExecution } from '../executor/run-execution';
+import type { RunFailure } from '../model/failure';
 import type { RunState } from '../model/run-state';
 import type { Lease } from '../ports/lock-manager.port';
 import { outcomeOf, type RunOutcome } from '../results/run-outcome';
@@ -52,6 +53,18 @@ export class Executions {
     };
   }
 
+  /** Say in the log that a background run failed, and what its rollback could not undo. */
+  private logFailure(failure: RunFailure, runId: string): void {
+    const { logger } = this.parts;
+    logger.warn(`Run '${runId}' failed (${failure.code}): ${failure.message}`);
+    for (const f of failure.rollbackFailures) {
+      const where = f.mapStep !== undefined ? ` (map '${f.mapStep}' element ${f.elementIndex})` : '';
+      logger.error(
+        `Run '${runId}': the ${f.kind} of step '${f.step}'${where} did not complete (${f.reason}): ${f.message}`,
+      );
+    }
+  }
+
   /** Execute a run whose lease is held; the lease is released by the final save or here. */
   async execute(
     def: ReactorDefinition,
@@ -67,11 +80,13 @@ export class Executions {
       const save = RunExecution.saver(env, state, { onRelease: () => (released = true) });
       const outcome = await new RunExecution(def, state, env, save).execute(resumed);
       if (outcome.status !== 'dispatched') this.waiters.notify(state.runId);
+      if (mode === 'worker' && outcome.status === 'failed') this.logFailure(outcome.failure, state.runId);
       return outcome.status === 'completed' ? this.view.outcome(state) : outcome;
     } catch (error) {
       if (error instanceof ContextTooLargeError) {
         // Even the failure cannot be stored at full size: keep a minimal failed record.
         await this.parts.storage.markBroken(state.runId, def.name, toBrokenReason(error));
+        this.parts.logger.warn(`Run '${state.runId}' was marked failed: ${error.message}`);
         this.waiters.notify(state.runId);
         return outcomeOf((await this.parts.storage.load(state.runId)) ?? state);
       }

@@ -17,6 +17,7 @@ import { RunControl } from './run-control';
 import { RunJobs } from './run-jobs';
 import { RunStarter } from './run-starter';
 import { RunViewer, type RunView } from './run-view';
+import { checkRunId } from './run-id';
 import { Waiters } from './waiters';
 
 /**
@@ -115,6 +116,7 @@ export class ReactorEngine {
 
   /** The run with this id as shown to people, or undefined when there is none. */
   async get(runId: string): Promise<RunView | undefined> {
+    checkRunId(runId);
     const state = await this.storage.load(runId);
     return state ? await this.viewer.view(state) : undefined;
   }
@@ -127,6 +129,7 @@ export class ReactorEngine {
     runId: string,
     options: { timeoutMs?: number; pollMs?: number } = {},
   ): Promise<RunOutcome<O>> {
+    checkRunId(runId);
     return this.viewer.outcome<O>(await this.waiters.until(runId, options));
   }
 
@@ -134,7 +137,8 @@ export class ReactorEngine {
    * Undo a finished run: every completed step is undone, newest first (composed children replay
    * their own undos), then the run is `cancelled`. Refused while the run is executing.
    */
-  undo(runId: string): Promise<RunOutcome> {
+  async undo(runId: string): Promise<RunOutcome> {
+    checkRunId(runId);
     return this.control.undo(runId);
   }
 

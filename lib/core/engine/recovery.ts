@@ -58,6 +58,7 @@ export class Recovery {
       } catch (error) {
         if (error instanceof CorruptRecordError) {
           await storage.markBroken(runId, undefined, toBrokenReason(error));
+          logger.warn(`Run '${runId}' was marked failed: ${error.message}`);
           continue;
         }
         logger.warn(`Sweeper skipped run '${runId}': ${errorMessage(error)}`);

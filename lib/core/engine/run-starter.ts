@@ -5,7 +5,8 @@ import { InputValidationError } from '../errors/input-validation.error';
 import { InvalidRunStateError, LeaseLostError } from '../errors/run-state.error';
 import { UnstorableValueError } from '../errors/unstorable-value.error';
 import { errorMessage, runFailure, type FieldErrors } from '../model/failure';
-import { ID_SEPARATORS, runLeaseKey } from '../model/keys';
+import { runLeaseKey } from '../model/keys';
+import { checkRunId } from './run-id';
 import { newRunState, type RunState } from '../model/run-state';
 import type { Lease } from '../ports/lock-manager.port';
 import { outcomeOf, type RunOutcome } from '../results/run-outcome';
@@ -95,13 +96,7 @@ export class RunStarter {
   ): Promise<{ state: RunState; lease?: Lease }> {
     const { clock, middleware } = this.parts;
     const runId = options.runId ?? this.newRunId();
-    if (typeof runId !== 'string' || runId.length === 0 || ID_SEPARATORS.test(runId)) {
-      throw new InvalidRunStateError(
-        `Run id '${String(runId)}' is invalid: use a non-empty string without ':', '/', '#', '{' or '}'.`,
-        String(runId),
-        'invalid',
-      );
-    }
+    checkRunId(runId);
     const { inputs, errors } = await validateReactorInputs(def.inputs, input);
     const state = newRunState(def, runId, inputs, clock.now());
     let lease: Lease | undefined;

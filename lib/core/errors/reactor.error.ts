@@ -9,6 +9,7 @@ export type ReactorErrorCode =
   | 'STEP_FAILED'
   | 'UNEXPECTED_RESULT'
   | 'RUN_NOT_FOUND'
+  | 'INVALID_RUN_ID'
   | 'INVALID_RUN_STATE'
   | 'UNKNOWN_REACTOR'
   | 'LEASE_LOST'

@@ -21,6 +21,20 @@ export class InvalidRunStateError extends ReactorError {
   }
 }
 
+/** A run id that cannot name a run (not a string, empty, with an id separator, ill-formed Unicode). */
+export class InvalidRunIdError extends ReactorError {
+  constructor(
+    readonly runId: unknown,
+    problem: string,
+  ) {
+    super('INVALID_RUN_ID', `Run id ${describeId(runId)} is invalid: ${problem}.`);
+  }
+}
+
+function describeId(runId: unknown): string {
+  return typeof runId === 'string' ? `'${runId}'` : String(runId);
+}
+
 /** A run names a reactor this process has not registered. */
 export class UnknownReactorError extends ReactorError {
   constructor(

@@ -30,3 +30,14 @@ export function childRunId(runId: string, step: string): string {
 
 /** Characters a run id or step name may not contain: they separate the ids above. */
 export const ID_SEPARATORS = /[:/#{}]/;
+
+/** A lone UTF-16 surrogate: such a string has no UTF-8 form, so two ids could share one key. */
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/** Why `runId` cannot be a run id (for the error message), or undefined when it can. */
+export function runIdProblem(runId: unknown): string | undefined {
+  if (typeof runId !== 'string' || runId.length === 0) return 'it must be a non-empty string';
+  if (ID_SEPARATORS.test(runId)) return "it must not contain ':', '/', '#', '{' or '}'";
+  if (LONE_SURROGATE.test(runId)) return 'it must be well-formed Unicode (it holds a lone surrogate)';
+  return undefined;
+}
