@@ -1,5 +1,5 @@
 import { Queue, type ConnectionOptions, type JobsOptions } from 'bullmq';
-import type { JobDispatcher, ReactorJob } from '../core';
+import type { DispatchOptions, JobDispatcher, ReactorJob } from '../core';
 import { FAILED_JOBS_KEPT, JOB_BACKOFF_BASE_MS, REACTOR_QUEUE_NAME } from './queue.constants';
 
 /** Options of {@link BullMqJobDispatcher}. */
@@ -70,8 +70,11 @@ export class BullMqJobDispatcher implements JobDispatcher {
     this.backoffMs = options.backoffMs ?? JOB_BACKOFF_BASE_MS;
   }
 
-  async dispatch(job: ReactorJob, options: { delayMs?: number } = {}): Promise<void> {
-    await this.queue.add(job.kind, identityOf(job), this.jobOptions(options.delayMs));
+  /** Add the job; a `dedupeId` becomes its BullMQ job id, which BullMQ adds only once while it exists. */
+  async dispatch(job: ReactorJob, options: DispatchOptions = {}): Promise<void> {
+    const opts = this.jobOptions(options.delayMs);
+    if (options.dedupeId !== undefined) opts.jobId = options.dedupeId;
+    await this.queue.add(job.kind, identityOf(job), opts);
   }
 
   /** Enqueue many jobs in one round trip (`addBulk`), e.g. the elements of a map window. */

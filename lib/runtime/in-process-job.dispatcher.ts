@@ -1,4 +1,11 @@
-import { systemClock, type Clock, type JobDispatcher, type JobHandler, type ReactorJob } from '../core';
+import {
+  systemClock,
+  type Clock,
+  type DispatchOptions,
+  type JobDispatcher,
+  type JobHandler,
+  type ReactorJob,
+} from '../core';
 
 /**
  * The embedded runtime's dispatcher: jobs run in this process, after their delay, on the same
@@ -8,6 +15,8 @@ import { systemClock, type Clock, type JobDispatcher, type JobHandler, type Reac
 export class InProcessJobDispatcher implements JobDispatcher {
   private handler?: JobHandler;
   private pending = 0;
+  /** Dedupe ids of pending jobs. */
+  private readonly deduped = new Set<string>();
   private closed = false;
   private idleWaiters: Array<() => void> = [];
   private readonly timers = new Set<NodeJS.Timeout>();
@@ -27,13 +36,18 @@ export class InProcessJobDispatcher implements JobDispatcher {
     for (const job of waiting) void this.deliver(job);
   }
 
-  async dispatch(job: ReactorJob, options: { delayMs?: number } = {}): Promise<void> {
+  async dispatch(job: ReactorJob, options: DispatchOptions = {}): Promise<void> {
     if (this.closed) return;
+    const { dedupeId } = options;
+    if (dedupeId !== undefined) {
+      if (this.deduped.has(dedupeId)) return;
+      this.deduped.add(dedupeId);
+    }
     this.pending++;
     const payload: ReactorJob = JSON.parse(JSON.stringify(job)) as ReactorJob;
     const delayMs = options.delayMs ?? 0;
     const run = () => {
-      void this.deliver(payload);
+      void this.deliver(payload).finally(() => dedupeId !== undefined && this.deduped.delete(dedupeId));
     };
     if (delayMs > 0 && this.clock !== systemClock) {
       void this.clock.sleep(delayMs).then(() => setImmediate(run));

@@ -140,3 +140,15 @@ function salvage(raw: string | undefined): { reactorName?: string; definitionHas
     createdAt: typeof parsed.createdAt === 'number' ? parsed.createdAt : undefined,
   };
 }
+
+/**
+ * Where a live run sits in its shard's index of live runs: when it was last written, or, while it
+ * waits for a scheduled retry, when that retry is due. A sweep reads only runs idle past the grace
+ * period, so a run waiting for a retry is not looked at before it is due and never hides a stalled one.
+ */
+export function indexScore(state: RunState): number {
+  if (!state.retryAt) return state.updatedAt;
+  let due = state.updatedAt;
+  for (const step in state.retryAt) due = Math.max(due, state.retryAt[step]);
+  return due;
+}

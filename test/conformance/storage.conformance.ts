@@ -439,6 +439,15 @@ export function describeStorageConformance(name: string, factory: AdapterFactory
     });
 
     describe('active index', () => {
+      it('lists a run waiting for a scheduled retry by when the retry is due, not by its last write', async () => {
+        const waiting = makeRunState({ updatedAt: T0, retryAt: { charge: T0 + 600_000 } });
+        const stalled = makeRunState({ updatedAt: T0 + 5 });
+        await h.storage.save(waiting);
+        await h.storage.save(stalled);
+        expect(await h.storage.listActive(10, T0 + 60_000)).toEqual([stalled.runId]);
+        expect(await h.storage.listActive(10, T0 + 600_001)).toEqual([stalled.runId, waiting.runId]);
+      });
+
       it('lists non-terminal runs and not terminal ones', async () => {
         const runs = [...NON_TERMINAL, ...TERMINAL].map((status, i) => makeRunState({ status, updatedAt: T0 + i }));
         for (const run of runs) await h.storage.save(run);

@@ -6,7 +6,8 @@ import { newRunState } from '../../lib/core';
 import type { LockManager } from '../../lib/core/ports/lock-manager.port';
 import type { ReactorStorage } from '../../lib/core/ports/reactor-storage.port';
 import { ReactorClient } from '../../lib/nest/reactor.client';
-import { REACTOR_LOCKS, REACTOR_STORAGE } from '../../lib/config/reactor.constants';
+import { REACTOR_LOCKS, REACTOR_RUNTIME, REACTOR_STORAGE } from '../../lib/config/reactor.constants';
+import type { RedisReactorRuntime } from '../../lib/runtime/redis.runtime';
 import { ReactorModule } from '../../lib/nest/reactor.module';
 import { ReactorSweeper } from '../../lib/sweepers/reactor.sweeper';
 import { SweeperScheduler } from '../../lib/sweepers/sweeper.scheduler';
@@ -51,6 +52,48 @@ describe('recovery sweeper', () => {
       await locks.release(lease!);
       expect(await client.sweepOnce()).toEqual({ reactors: 1, maps: 0 });
       expect((await client.wait(held, WAIT)).status).toBe('completed');
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('a run waiting in a long queue is enqueued once by recovery, however many sweeps find it', async () => {
+    // A producer-only process: nothing consumes, as when the workers are far behind.
+    const { app, client } = await createRedisApp(prefix('sweep-storm'), {
+      workers: false,
+      sweeper: { enabled: false },
+    });
+    try {
+      const stalled = await storeStalledRun(app, TEN_MINUTES);
+      const runtime = app.get<RedisReactorRuntime>(REACTOR_RUNTIME);
+      for (let sweep = 0; sweep < 5; sweep++) await client.sweepOnce();
+      expect(await runtime.dispatcher.pending()).toBe(1);
+      const [job] = await runtime.dispatcher.queue.getJobs(['waiting', 'delayed']);
+      expect(job?.data).toEqual({ kind: 'resume', runId: stalled, reactorName: 'e2e-bg-all' });
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('runs waiting for a retry scheduled later do not hide a stalled run from the sweep', async () => {
+    const { app, client } = await createRedisApp(prefix('sweep-due'), { sweeper: { enabled: false } });
+    const storage = app.get<ReactorStorage>(REACTOR_STORAGE);
+    const def = app.get(ReactorEngine).definition('e2e-bg-all');
+    try {
+      // 300 runs idle for ten minutes, each waiting for a retry due in ten more (older than the stalled run).
+      await Promise.all(
+        Array.from({ length: 300 }, async () => {
+          const state = newRunState(def, `waiting-${randomUUID()}`, { word: 'w' }, Date.now() - 2 * TEN_MINUTES);
+          state.status = 'running';
+          state.retryAt = { b: Date.now() + TEN_MINUTES };
+          await storage.save(state, { createOnly: true });
+        }),
+      );
+      const stalled = await storeStalledRun(app, TEN_MINUTES, 'abc');
+      // A sweep reads the oldest idle runs, 1,000 at most in production; 50 here: the waiting ones are not among them.
+      expect(await app.get(ReactorEngine).recoverStalled({ limit: 50, graceMs: 60_000 })).toBe(1);
+      const done = await client.wait(stalled, WAIT);
+      expect(done.status).toBe('completed');
     } finally {
       await app.close();
     }

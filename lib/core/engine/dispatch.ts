@@ -24,6 +24,11 @@ export class Dispatch {
     return this.one({ kind: 'resume', runId, reactorName }, delayMs);
   }
 
+  /** Enqueue a recovery resume of run `runId`: at most one is pending per run, however often sweeps find it. */
+  async recover(runId: string, reactorName: string): Promise<void> {
+    await this.require(reactorName).dispatch({ kind: 'resume', runId, reactorName }, { dedupeId: `recover-${runId}` });
+  }
+
   /** Re-enqueue a job whose run is busy elsewhere, after the snooze delay plus jitter. */
   async snooze(job: ReactorJob): Promise<void> {
     const jitter = Math.floor(Math.random() * this.snoozeJitterMs);

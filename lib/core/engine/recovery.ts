@@ -53,7 +53,7 @@ export class Recovery {
         if (now - state.updatedAt < graceMs) continue;
         if (state.retryAt && Math.max(...Object.values(state.retryAt)) > now) continue;
         if (await this.waitingOnMap(state)) continue; // the map's last element (or the map sweep) resumes it
-        await this.dispatch.resume(runId, state.reactorName);
+        await this.dispatch.recover(runId, state.reactorName);
         recovered++;
       } catch (error) {
         if (error instanceof CorruptRecordError) {

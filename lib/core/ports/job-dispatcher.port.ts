@@ -31,6 +31,12 @@ export type ReactorJob = ResumeJob | MapElementJob;
 /** Kinds of job. */
 export type JobKind = ReactorJob['kind'];
 
+/** Options of {@link JobDispatcher.dispatch}. */
+export interface DispatchOptions {
+  delayMs?: number;
+  dedupeId?: string;
+}
+
 /** Handles a job when it is delivered. */
 export type JobHandler = (job: ReactorJob) => Promise<void>;
 
@@ -39,7 +45,12 @@ export type JobHandler = (job: ReactorJob) => Promise<void>;
  * them on queues. State a job depends on is always saved before `dispatch` is called.
  */
 export interface JobDispatcher {
-  dispatch(job: ReactorJob, options?: { delayMs?: number }): Promise<void>;
+  /**
+   * Enqueue `job` after `delayMs`. With `dedupeId`, at most one job with that id is pending at a
+   * time: while one waits, is delayed or runs, another with the same id is not added (the
+   * recovery sweeper uses it so that a run waiting in a long queue is not enqueued again and again).
+   */
+  dispatch(job: ReactorJob, options?: DispatchOptions): Promise<void>;
   /** Enqueue many jobs at once (map element throws). Defaults to one `dispatch` each. */
   dispatchMany?(jobs: ReactorJob[], options?: { delayMs?: number }): Promise<void>;
 }

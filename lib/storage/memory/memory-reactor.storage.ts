@@ -13,7 +13,7 @@ import {
   type SaveOptions,
 } from '../../core';
 import { decodeRecord, encodeDelta, HEADER_FIELD, type RecordDelta, type Written } from '../run-record.codec';
-import { brokenRunState, DEFAULT_MAX_CONTEXT_BYTES } from '../run-state.codec';
+import { brokenRunState, DEFAULT_MAX_CONTEXT_BYTES, indexScore } from '../run-state.codec';
 import { normalizeTtlMs } from '../lease-ttl';
 import { CheckpointResult, StorageErrorCode, storageError } from '../storage-error-codes';
 import type { MemoryLockManager } from './memory-lock.manager';
@@ -36,6 +36,7 @@ interface StoredRun {
   fields: Map<string, string>;
   status: RunStatus;
   terminal: boolean;
+  /** Its place in the index of live runs: last write, or when its scheduled retry is due. */
   updatedAt: number;
   /** Set by markBroken, cleared by the next successful save. */
   broken: boolean;
@@ -186,7 +187,7 @@ export class MemoryReactorStorage implements ReactorStorage {
     const fields = delta.full || !existing ? new Map<string, string>() : existing.fields;
     for (let i = 0; i < delta.set.length; i += 2) fields.set(delta.set[i], delta.set[i + 1]);
     for (const field of delta.del) fields.delete(field);
-    this.runs.set(state.runId, { fields, status: state.status, terminal, updatedAt: state.updatedAt, broken: false });
+    this.runs.set(state.runId, { fields, status: state.status, terminal, updatedAt: indexScore(state), broken: false });
     if (lease && options.releaseLease) void this.locks?.release(lease);
     else if (lease && options.leaseTtlMs !== undefined) this.locks?.refresh(lease, options.leaseTtlMs);
     return CheckpointResult.Written;

@@ -12,7 +12,7 @@ import {
 } from '../../core';
 import { normalizeTtlMs } from '../lease-ttl';
 import { decodeRecord, encodeDelta, HEADER_FIELD, type Written } from '../run-record.codec';
-import { brokenRunState, DEFAULT_MAX_CONTEXT_BYTES } from '../run-state.codec';
+import { brokenRunState, DEFAULT_MAX_CONTEXT_BYTES, indexScore } from '../run-state.codec';
 import { CheckpointResult, isErrorCode, storageError } from '../storage-error-codes';
 import type { RedisKeys } from './redis.keys';
 import { defineScripts, runIntegerScript, runScript, type RedisConnection } from './redis-scripts';
@@ -92,7 +92,7 @@ export class RedisReactorStorage implements ReactorStorage {
     const result = await runIntegerScript(this.redis, 'checkpoint', this.keysOf(state, lease), [
       runId,
       state.status,
-      state.updatedAt,
+      indexScore(state),
       this.contextTtlMs,
       lease?.token ?? '',
       leaseTtl,
