@@ -324,3 +324,33 @@ describe('durability: background failures are logged', () => {
     expect(errors).toEqual([`Run '${started.runId}': the undo of step 'a' did not complete (raised): refund API down`]);
   });
 });
+
+describe('durability: a composed child retrying in a worker', () => {
+  it('resumes the parent when the child step’s retry is due, not only when a sweeper finds it', async () => {
+    const { engine, dispatcher, clock } = createHarness();
+    let tries = 0;
+    const child = defineReactor('flaky-child', (r: ReactorBuilder<object>) =>
+      r.step(
+        'call',
+        () => (++tries === 1 ? failure(new Error('timeout')) : success('paid')),
+        {},
+        {
+          retries: { maxAttempts: 2, baseDelayMs: 2_000 },
+        },
+      ),
+    );
+    engine.register(child);
+    const parent = defineReactor('parent', (r: ReactorBuilder<object>) => r.compose('pay', child, {}), {
+      background: { all: true },
+    });
+    const started = await engine.run(parent, {});
+    const outcome = await engine.wait(started.runId, { timeoutMs: 5_000 });
+    await dispatcher.idle();
+
+    expect(outcome.status).toBe('completed');
+    expect(outcome.status === 'completed' && outcome.value).toBe('paid');
+    expect(tries).toBe(2);
+    // Resumed by the delayed job of the backoff, on the engine's clock.
+    expect(clock.sleeps).toContain(2_000);
+  });
+});

@@ -97,7 +97,11 @@ export async function runStep(scope: RunScope, step: StepDefinition): Promise<St
       }
     }
 
-    if (outcome instanceof Suspended) return { kind: 'wait', step, mode: outcome.mode };
+    if (outcome instanceof Suspended) {
+      return outcome.retryInMs === undefined
+        ? { kind: 'wait', step, mode: outcome.mode }
+        : { kind: 'retry', step, delayMs: outcome.retryInMs };
+    }
     if (outcome instanceof Success) return { kind: 'success', step, value: outcome.value, args };
     if (outcome instanceof Skipped) return { kind: 'skipped', step, value: outcome.value, args };
     if (outcome instanceof Halt) return { kind: 'halt', step, reason: outcome.reason, details: outcome.details };

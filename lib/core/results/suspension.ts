@@ -6,11 +6,16 @@ export type SuspensionMode = Extract<NonNullable<RunState['handoff']>['mode'], '
 /**
  * Returned by a step that waits for work outside this execution (a fan-out map's elements, or a
  * composed child that waits for one): the run parks with its lease released and no job queued;
- * whatever it waits for resumes it. Never returned to users.
+ * whatever it waits for resumes it. With `retryInMs` the step waits for a retry scheduled inside
+ * it (a composed child's step backing off in a worker): the run is resumed by a job after that
+ * delay instead. Never returned to users.
  */
 export class Suspended {
   readonly kind = 'suspended' as const;
-  constructor(readonly mode: SuspensionMode = 'map') {}
+  constructor(
+    readonly mode: SuspensionMode = 'map',
+    readonly retryInMs?: number,
+  ) {}
 }
 
 /**

@@ -43,9 +43,17 @@ export const composeStep: StepKind<ComposeSpec> = {
       case 'failed':
         // The child already rolled itself back: nothing left to compensate here.
         return new NestedFailure(outcome.failure, false);
-      case 'dispatched':
-        // The child waits for a fan-out map (or a scheduled retry): the parent waits with it.
+      case 'dispatched': {
+        // The child waits for a retry of one of its steps: the parent is resumed when it is due
+        // (and records when, so a resume that comes early waits for it).
+        const due = childState.retryAt ? Math.max(...Object.values(childState.retryAt)) : undefined;
+        if (due !== undefined && childState.handoff?.mode === 'all') {
+          scope.state.retryAt = { ...scope.state.retryAt, [step.name]: due };
+          return new Suspended('map', Math.max(0, due - scope.now()));
+        }
+        // The child waits for a fan-out map: the parent waits with it; the map resumes the owner.
         return new Suspended('map');
+      }
       default:
         throw new InternalError(
           `Composed reactor '${childDef.name}' ended ${outcome.status}, which compose does not support.`,
