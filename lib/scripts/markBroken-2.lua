@@ -1,6 +1,6 @@
 --[[
-  Mark a run broken: replace its record with a minimal failed one (built by the caller, keeping
-  what could be read; written whole in the `state` field, which the codec reads as a whole run) and drop it from its shard's index. Idempotent: the first reason wins; while
+  Mark a run broken: replace its record with a failed one (built by the caller, keeping every
+  field of the old record that could be read: inputs, results, undo stack, trace) and drop it from its shard's index. Idempotent: the first reason wins; while
   the record is still the broken one, later calls change nothing. A missing record stays missing
   (its index entry, if any, is removed).
 
@@ -9,9 +9,9 @@
     KEYS[2]  shard index  ZSET
 
     ARGV[1]  run id
-    ARGV[2]  failed state (JSON)
-    ARGV[3]  status of that state ("failed")
-    ARGV[4]  retention TTL (ms)
+    ARGV[2]  status of the broken record ("failed")
+    ARGV[3]  retention TTL (ms)
+    ARGV[4 ..] field, value, field, value, ...: the broken record (see run-record.codec.ts)
 
   Output:
      1  marked
@@ -19,8 +19,8 @@
      2  no record: nothing to mark
     -2  invalid argument
 ]]
-local contextTtl = tonumber(ARGV[4])
-if not contextTtl or contextTtl <= 0 then
+local contextTtl = tonumber(ARGV[3])
+if not contextTtl or contextTtl <= 0 or (#ARGV - 3) % 2 ~= 0 then
   return -2
 end
 
@@ -31,8 +31,12 @@ end
 if redis.call("HEXISTS", KEYS[1], "broken") == 1 then
   return 0
 end
--- The minimal record replaces every field of the old one (its header holds the whole run).
+-- The broken record replaces the old one; it carries every field of it that could be read.
 redis.call("DEL", KEYS[1])
-redis.call("HSET", KEYS[1], "state", ARGV[2], "status", ARGV[3], "terminal", "1", "broken", "1")
+local CHUNK = 200
+for i = 4, #ARGV, 2 * CHUNK do
+  redis.call("HSET", KEYS[1], unpack(ARGV, i, math.min(i + 2 * CHUNK - 1, #ARGV)))
+end
+redis.call("HSET", KEYS[1], "status", ARGV[2], "terminal", "1", "broken", "1")
 redis.call("PEXPIRE", KEYS[1], contextTtl)
 return 1

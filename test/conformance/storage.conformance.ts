@@ -515,7 +515,7 @@ export function describeStorageConformance(name: string, factory: AdapterFactory
     describe('markBroken', () => {
       const reason = { code: 'UNKNOWN_REACTOR', message: "Reactor 'checkout' is not registered in this process." };
 
-      it('turns the run into a failed record carrying the reason, still loadable', async () => {
+      it('turns the run into a failed record carrying the reason, still loadable, keeping what undo needs', async () => {
         const state = makeRunState({ createdAt: T0 - 1000 });
         await h.storage.save(state);
         await h.storage.markBroken(state.runId, 'checkout', reason);
@@ -536,7 +536,15 @@ export function describeStorageConformance(name: string, factory: AdapterFactory
             rollbackFailures: [],
           },
         });
-        expect(broken.completed).toEqual([]);
+        // Every field that could be read is kept: inputs, results in order, the undo stack, the trace.
+        expect(broken).toMatchObject({
+          inputs: state.inputs,
+          results: state.results,
+          completed: state.completed,
+          undoStack: state.undoStack,
+          attempts: state.attempts,
+          trace: state.trace,
+        });
         expect(typeof broken.updatedAt).toBe('number');
         expect(await h.storage.listActive(10)).toEqual([]);
       });

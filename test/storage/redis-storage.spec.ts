@@ -82,6 +82,28 @@ describe('RedisReactorStorage: unreadable records', () => {
   });
 });
 
+describe('RedisReactorStorage: a broken record keeps what can be read', () => {
+  it('markBroken of a record with one unreadable field keeps every other field: inputs, results, undo stack', async () => {
+    const state = makeRunState({ reactorName: 'import' });
+    await storage.save(state);
+    await redis.hset(keys.runKey(state.runId), 't:0', '{"type": "run", garbage');
+    await expect(storage.load(state.runId)).rejects.toMatchObject({ code: 'CORRUPT_RECORD' });
+
+    await storage.markBroken(state.runId, undefined, { code: 'CORRUPT_RECORD', message: 'unreadable trace entry' });
+    const broken = await storage.load(state.runId);
+    expect(broken).toMatchObject({
+      reactorName: 'import',
+      status: 'failed',
+      failure: { code: 'CORRUPT_RECORD' },
+      inputs: state.inputs,
+      results: state.results,
+      completed: state.completed,
+      undoStack: state.undoStack,
+      trace: [],
+    });
+  });
+});
+
 describe('RedisReactorStorage: keys, TTLs and index', () => {
   it('stores a run as a hash: its identity, its progress, the inputs, a field per result, undo entry, trace entry and attempt count, status and terminal flag', async () => {
     const state = makeRunState();
@@ -319,7 +341,7 @@ describe('round trips (counted with MONITOR)', () => {
     const broken = await commandsOf(client, () =>
       storage.markBroken(state.runId, 'checkout', { code: 'X', message: 'y' }),
     );
-    expect(names(broken)).toEqual(['hget', 'eval']);
+    expect(names(broken)).toEqual(['hgetall', 'eval']);
     expect(new Set(scriptKeys(broken[1]).map(keySlot)).size).toBe(1);
     expect(keySlot(scriptKeys(broken[1])[0])).toBe(keySlot(keys.runKey(state.runId)));
   });

@@ -12,7 +12,15 @@ import {
   type RunStatus,
   type SaveOptions,
 } from '../../core';
-import { decodeRecord, encodeDelta, HEADER_FIELD, type RecordDelta, type Written } from '../run-record.codec';
+import {
+  decodeRecord,
+  encodeBroken,
+  encodeDelta,
+  HEADER_FIELD,
+  salvageRecord,
+  type RecordDelta,
+  type Written,
+} from '../run-record.codec';
 import { brokenRunState, DEFAULT_MAX_CONTEXT_BYTES, indexScore } from '../run-state.codec';
 import { normalizeTtlMs } from '../lease-ttl';
 import { CheckpointResult, StorageErrorCode, storageError } from '../storage-error-codes';
@@ -125,9 +133,14 @@ export class MemoryReactorStorage implements ReactorStorage {
   async markBroken(runId: string, reactorName: string | undefined, reason: BrokenReason): Promise<void> {
     const stored = this.runs.get(runId);
     if (!stored || stored.broken) return;
-    const state = brokenRunState(runId, reactorName, reason, stored.fields.get(HEADER_FIELD), this.clock.now());
+    const previous = Object.fromEntries(stored.fields);
+    const broken = brokenRunState(runId, reactorName, reason, previous[HEADER_FIELD], this.clock.now());
+    const state = salvageRecord(broken, previous);
+    const record = encodeBroken(state);
+    const fields = new Map<string, string>();
+    for (let i = 0; i < record.length; i += 2) fields.set(record[i], record[i + 1]);
     this.runs.set(runId, {
-      fields: new Map([[HEADER_FIELD, JSON.stringify(state)]]),
+      fields,
       status: state.status,
       terminal: true,
       updatedAt: state.updatedAt,

@@ -11,7 +11,14 @@ import {
   type SaveOptions,
 } from '../../core';
 import { normalizeTtlMs } from '../lease-ttl';
-import { decodeRecord, encodeDelta, HEADER_FIELD, type Written } from '../run-record.codec';
+import {
+  decodeRecord,
+  encodeBroken,
+  encodeDelta,
+  HEADER_FIELD,
+  salvageRecord,
+  type Written,
+} from '../run-record.codec';
 import { brokenRunState, DEFAULT_MAX_CONTEXT_BYTES, indexScore } from '../run-state.codec';
 import { CheckpointResult, isErrorCode, storageError } from '../storage-error-codes';
 import type { RedisKeys } from './redis.keys';
@@ -200,13 +207,15 @@ export class RedisReactorStorage implements ReactorStorage {
    */
   async markBroken(runId: string, reactorName: string | undefined, reason: BrokenReason): Promise<void> {
     const runKey = this.keys.runKey(runId);
-    const previous = await this.redis.hget(runKey, HEADER_FIELD);
-    const state = brokenRunState(runId, reactorName, reason, previous ?? undefined, this.clock.now());
+    const fields = await this.redis.hgetall(runKey);
+    const broken = brokenRunState(runId, reactorName, reason, fields[HEADER_FIELD], this.clock.now());
+    const state = salvageRecord(broken, fields);
+    const record = encodeBroken(state);
     const result = await runIntegerScript(
       this.redis,
       'markBroken',
       [runKey, this.keys.activeIndexKeyOf(runId)],
-      [runId, JSON.stringify(state), state.status, this.contextTtlMs],
+      [runId, state.status, this.contextTtlMs, ...record],
     );
     if (isErrorCode(result)) throw storageError(result, { runId, operation: 'markBroken (markBroken-2.lua)' });
   }
