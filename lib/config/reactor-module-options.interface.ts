@@ -88,6 +88,12 @@ export interface ReactorModuleOptions {
    * @default 10000
    */
   shutdownGraceMs?: number;
+  /**
+   * Redis runtime: how long the application's bootstrap waits for Redis to answer a `PING`. When
+   * it does not, the bootstrap fails with a `ConfigurationError` that says so, instead of the first
+   * run hanging on a connection that never comes. @default 10000
+   */
+  connectTimeoutMs?: number;
 }
 
 /** {@link ReactorModuleOptions} after validation, with every default applied. */
@@ -108,6 +114,7 @@ export interface ResolvedReactorModuleOptions {
   readonly maxContextBytes: number;
   readonly shards: number;
   readonly shutdownGraceMs: number;
+  readonly connectTimeoutMs: number;
 }
 
 /**

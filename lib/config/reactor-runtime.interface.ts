@@ -20,6 +20,11 @@ export interface ReactorRuntime {
    */
   startWorkers(handler: JobHandler): void | Promise<void>;
   /**
+   * Resolve once the runtime's storage answers, or throw a coded error that says why it does not
+   * (bounded by `connectTimeoutMs`). Called at application bootstrap, before workers start.
+   */
+  ready?(): Promise<void>;
+  /**
    * Take the worker that consumes this runtime's jobs, when that worker is built by Nest rather
    * than by the runtime: the Redis runtime's worker is the `RunProcessor` (`@nestjs/bullmq` builds
    * its BullMQ `Worker`), which calls this when Nest constructs it. The embedded runtime delivers

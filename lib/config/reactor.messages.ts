@@ -74,6 +74,10 @@ export const messages = {
   redisRuntimeStarted: (prefix: string, queue: string, bullPrefix: string, workers: boolean): string =>
     `Durable runtime on Redis and BullMQ: keys under '${prefix}', BullMQ queue '${queue}' (prefix '${bullPrefix}'), ` +
     (workers ? 'this process runs workers.' : 'workers disabled in this process (workers: false): it only enqueues.'),
+  redisUnreachable: (timeoutMs: number, error: unknown): string =>
+    `Redis did not answer a PING within ${timeoutMs} ms at application bootstrap` +
+    (error ? ` (${(error as Error)?.message ?? String(error)})` : '') +
+    '. Start Redis, or fix ReactorModule option redis (url or connection); connectTimeoutMs sets how long to wait.',
   redisClientError: (error: unknown): string =>
     `Redis connection error (nest-reactor storage client): ${(error as Error)?.message ?? String(error)}`,
   queueError: (what: 'queue' | 'worker', error: unknown): string =>

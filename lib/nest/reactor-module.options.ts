@@ -25,6 +25,7 @@ export const REACTOR_MODULE_DEFAULTS = Object.freeze({
   maxContextBytes: DEFAULT_MAX_CONTEXT_BYTES,
   shards: 16,
   shutdownGraceMs: 10_000,
+  connectTimeoutMs: 10_000,
 });
 
 const KNOWN_OPTIONS: ReadonlyArray<keyof ReactorModuleOptions> = [
@@ -44,6 +45,7 @@ const KNOWN_OPTIONS: ReadonlyArray<keyof ReactorModuleOptions> = [
   'maxContextBytes',
   'shards',
   'shutdownGraceMs',
+  'connectTimeoutMs',
 ];
 
 /**
@@ -81,6 +83,7 @@ export function resolveReactorModuleOptions(raw: ReactorModuleOptions | undefine
     maxContextBytes: integer('maxContextBytes', options.maxContextBytes, d.maxContextBytes, 1),
     shards: integerInRange('shards', options.shards, d.shards, 1, 16384),
     shutdownGraceMs: integer('shutdownGraceMs', options.shutdownGraceMs, d.shutdownGraceMs, 0),
+    connectTimeoutMs: integer('connectTimeoutMs', options.connectTimeoutMs, d.connectTimeoutMs, 1),
   });
 }
 

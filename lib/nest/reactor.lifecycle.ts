@@ -43,6 +43,7 @@ export class ReactorLifecycle implements OnApplicationBootstrap, BeforeApplicati
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
+    await this.runtime.ready?.();
     await this.runtime.startWorkers((job) => this.engine.handleJob(job));
     this.scheduler?.schedule();
   }

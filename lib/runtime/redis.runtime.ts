@@ -85,6 +85,26 @@ export class RedisReactorRuntime implements ReactorRuntime {
     );
   }
 
+  /** PING Redis, bounded by `connectTimeoutMs`; a coded error that says what to do when it does not answer. */
+  async ready(): Promise<void> {
+    const timeoutMs = this.options.connectTimeoutMs;
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), timeoutMs)));
+    try {
+      const answer = await Promise.race([this.redis.ping().catch((error: unknown) => error), timedOut]);
+      if (answer === 'PONG') return;
+      // The bootstrap fails: let go of what this runtime opened, so the process can exit (Nest does
+      // not run the shutdown hooks of an application whose bootstrap failed).
+      await this.close().catch(() => undefined);
+      throw new ConfigurationError(
+        messages.redisUnreachable(timeoutMs, answer === 'timeout' ? this.lastClientError : answer),
+        'redis',
+      );
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
   /** Called by the `RunProcessor` when Nest constructs it. */
   attachWorkerHost(host: ReactorWorkerHost): void {
     this.host = host;

@@ -9,7 +9,11 @@ import { ReactorModule } from '../../lib/nest/reactor.module';
 import { bullMqPrefix, REACTOR_QUEUE_NAME } from '../../lib/queue/queue.constants';
 import type { RedisReactorRuntime } from '../../lib/runtime/redis.runtime';
 import { CapturingLogger } from '../nest/fixtures';
-import { cleanupPrefix, redisUrl } from '../setup/redis';
+import { cleanupPrefix, redisUrl, uniquePrefix } from '../setup/redis';
+import { createServer, type AddressInfo } from 'node:net';
+import { defineReactor, type ReactorBuilder } from '../../lib/core/definition/builder';
+import { success } from '../../lib/core/results/step-outcome';
+import { MemoryLockManager } from '../../lib/storage/memory';
 import { BackgroundAllReactor, createRedisApp, pollUntil, useRedisPrefixes } from './e2e.fixtures';
 
 const WAIT = { timeoutMs: 10_000 };
@@ -168,5 +172,57 @@ describe('ReactorModule on Redis (e2e)', () => {
       await app.close();
       await cleanupPrefix(files.redis(), appPrefix);
     }
+  });
+});
+
+describe('Redis unreachable', () => {
+  it('fails the application bootstrap within connectTimeoutMs with an error that says what to do', async () => {
+    // A port where nothing listens: bound, then closed.
+    const server = createServer();
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as AddressInfo;
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+
+    const app = await Test.createTestingModule({
+      imports: [
+        ReactorModule.forRoot({
+          redis: { url: `redis://127.0.0.1:${port}` },
+          prefix: uniquePrefix('unreachable'),
+          connectTimeoutMs: 300,
+          sweeper: { enabled: false },
+        }),
+      ],
+    })
+      .setLogger(new CapturingLogger())
+      .compile();
+    try {
+      await expect(app.init()).rejects.toMatchObject({
+        code: 'CONFIGURATION_INVALID',
+        option: 'redis',
+        message: expect.stringContaining('Redis did not answer a PING within 300 ms'),
+      });
+    } finally {
+      // Nest's close() re-throws a failed bootstrap's error; the runtime let go of its connections itself.
+      await app.close().catch(() => undefined);
+    }
+  });
+
+  it('a client call while the storage does not answer fails with a coded, retryable error', async () => {
+    const engine = new ReactorEngine({
+      storage: {
+        save: () => Promise.reject(new Error('Reached the max retries per request limit (which is 20).')),
+        load: () => Promise.reject(new Error('Connection is closed.')),
+        acquireAndLoad: () => Promise.reject(new Error('Connection is closed.')),
+        listActive: () => Promise.resolve([]),
+        markBroken: () => Promise.resolve(),
+      },
+      locks: new MemoryLockManager(),
+    });
+    const def = defineReactor('unreachable', (r: ReactorBuilder<object>) => r.step('s', () => success(1), {}));
+    await expect(engine.run(def, {})).rejects.toMatchObject({ code: 'STORAGE_UNAVAILABLE', retryable: true });
+    await expect(engine.get('some-run')).rejects.toMatchObject({
+      code: 'STORAGE_UNAVAILABLE',
+      message: expect.stringContaining('Connection is closed.'),
+    });
   });
 });

@@ -145,6 +145,7 @@ describe('ReactorModule options', () => {
       maxContextBytes: 16 * 1024 * 1024,
       shards: 16,
       shutdownGraceMs: 10_000,
+      connectTimeoutMs: 10_000,
     });
     expect(resolveReactorModuleOptions({ sweeper: { enabled: false } }).sweeper).toEqual({
       enabled: false,

@@ -1,5 +1,7 @@
 import type { ReactorDefinition } from '../definition/definition';
 import { InternalError } from '../errors/internal.error';
+import { ReactorError } from '../errors/reactor.error';
+import { StorageUnavailableError } from '../errors/storage-unavailable.error';
 import { MiddlewareRunner } from '../middleware/middleware-runner';
 import type { BrokenReason, ReactorStorage } from '../ports/reactor-storage.port';
 import { systemClock } from '../ports/clock.port';
@@ -106,19 +108,21 @@ export class ReactorEngine {
    * halts, or reaches a background hand-off (then the outcome is `dispatched`).
    */
   run<I, O>(target: ReactorDefinition<I, O> | string, input: I, options: RunOptions = {}): Promise<RunOutcome<O>> {
-    return this.starter.run(target, input, options);
+    return guarded('run', () => this.starter.run(target, input, options));
   }
 
   /** Start a reactor in the background regardless of its options; resolves once the run is stored. */
   start<I, O>(target: ReactorDefinition<I, O> | string, input: I, options: RunOptions = {}): Promise<RunOutcome<O>> {
-    return this.starter.start(target, input, options);
+    return guarded('start', () => this.starter.start(target, input, options));
   }
 
   /** The run with this id as shown to people, or undefined when there is none. */
   async get(runId: string): Promise<RunView | undefined> {
     checkRunId(runId);
-    const state = await this.storage.load(runId);
-    return state ? await this.viewer.view(state) : undefined;
+    return guarded('get', async () => {
+      const state = await this.storage.load(runId);
+      return state ? await this.viewer.view(state) : undefined;
+    });
   }
 
   /**
@@ -130,7 +134,7 @@ export class ReactorEngine {
     options: { timeoutMs?: number; pollMs?: number } = {},
   ): Promise<RunOutcome<O>> {
     checkRunId(runId);
-    return this.viewer.outcome<O>(await this.waiters.until(runId, options));
+    return guarded('wait', async () => this.viewer.outcome<O>(await this.waiters.until(runId, options)));
   }
 
   /**
@@ -139,7 +143,7 @@ export class ReactorEngine {
    */
   async undo(runId: string): Promise<RunOutcome> {
     checkRunId(runId);
-    return this.control.undo(runId);
+    return guarded('undo', () => this.control.undo(runId));
   }
 
   /**
@@ -187,5 +191,15 @@ export class ReactorEngine {
    */
   recoverMaps(options: RecoveryOptions = {}): Promise<number> {
     return this.recovery.stalledMaps(options);
+  }
+}
+
+/** Run a client operation; an error that is not the library's own is the storage not answering. */
+async function guarded<T>(operation: string, fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (error) {
+    if (error instanceof ReactorError) throw error;
+    throw new StorageUnavailableError(operation, error);
   }
 }

@@ -7,3 +7,4 @@ export * from './step.error';
 export * from './configuration.error';
 export * from './internal.error';
 export * from './unstorable-value.error';
+export * from './storage-unavailable.error';
