@@ -303,16 +303,32 @@ function safe(value: unknown): unknown {
   }
 }
 
+/** Trace entries longer than this (UTF-16 units of JSON) store their large arguments as a summary. */
+const TRACE_ENTRY_LIMIT = 2_048;
+/** An argument longer than this in a summarized entry is replaced by its kind and size. */
+const TRACE_ARGUMENT_LIMIT = 256;
+
 /**
- * A trace entry as JSON. The trace is for people: an entry whose arguments cannot be written keeps
- * its place with `arguments: '[not storable]'` instead of failing the run.
+ * A trace entry as JSON. The trace is for people, so it is bounded and never fails the run: an
+ * entry whose arguments are large keeps each large one as a summary (`'[object, 10485760 chars]'`),
+ * and one whose arguments cannot be written keeps its place with `arguments: '[not storable]'`.
+ * The values themselves are where they are needed: the inputs, the results, the undo entries.
  */
 function traceJson(entry: RunState['trace'][number]): string {
+  let json: string;
   try {
-    return JSON.stringify(entry);
+    json = JSON.stringify(entry);
   } catch {
     return JSON.stringify({ ...entry, arguments: '[not storable]', detail: entry.detail });
   }
+  if (json.length <= TRACE_ENTRY_LIMIT || !entry.arguments) return json;
+  const args: Record<string, unknown> = {};
+  for (const [name, value] of Object.entries(entry.arguments)) {
+    const size = JSON.stringify(value)?.length ?? 0;
+    args[name] =
+      size <= TRACE_ARGUMENT_LIMIT ? value : `[${Array.isArray(value) ? 'array' : typeof value}, ${size} chars]`;
+  }
+  return JSON.stringify({ ...entry, arguments: args });
 }
 
 /** The entries of `current` whose JSON differs from what is `stored`, written with `put`. */

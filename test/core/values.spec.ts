@@ -168,3 +168,31 @@ describe('run ids', () => {
     await expect(engine.run(def, {}, { runId: 'order-\ud83d' })).rejects.toMatchObject({ code: 'INVALID_RUN_ID' });
   });
 });
+
+describe('the trace stays small', () => {
+  it('a large argument is stored once where it is needed, and only as a summary in the trace', async () => {
+    const { engine, storage } = createHarness();
+    const document = 'x'.repeat(1_000_000);
+    let tries = 0;
+    const def = defineReactor('big-args', (r: ReactorBuilder<{ document: string }>) =>
+      r.step(
+        'upload',
+        ({ document: doc }: { document: string }) => (++tries < 3 ? failure(new Error('busy')) : success(doc.length)),
+        { document: r.input('document', { type: 'string' }) },
+        { retries: { maxAttempts: 3, baseDelayMs: 10 } },
+      ),
+    );
+    const outcome = await engine.run(def, { document });
+    expect(outcome.status === 'completed' && outcome.value).toBe(1_000_000);
+
+    const stored = (await storage.load(outcome.runId))!;
+    const runs = stored.trace.filter((t) => t.type === 'run');
+    // Three attempts; the arguments shown once, summarized.
+    expect(runs.map((t) => t.attempt)).toEqual([1, 2, 3]);
+    expect(runs[0].arguments).toEqual({ document: '[string, 1000002 chars]' });
+    expect(runs.slice(1).every((t) => t.arguments === undefined)).toBe(true);
+    // The input itself is stored once, whole.
+    expect(stored.inputs.document).toBe(document);
+    expect(JSON.stringify(stored.trace).length).toBeLessThan(5_000);
+  });
+});

@@ -78,7 +78,10 @@ export async function runStep(scope: RunScope, step: StepDefinition): Promise<St
     scope.trace(
       adopting
         ? { type: 'run', step: step.name, attempt, detail: 'adopting the map results' }
-        : { type: 'run', step: step.name, attempt, arguments: shownArgs },
+        : attempt === 1
+          ? { type: 'run', step: step.name, attempt, arguments: shownArgs }
+          : // A retry runs with the arguments the first attempt's entry shows.
+            { type: 'run', step: step.name, attempt },
     );
     let outcome = await kind.invoke(scope, step, args, attempt);
 
