@@ -28,7 +28,9 @@ redis.call("ZREM", KEYS[2], ARGV[1])
 if redis.call("EXISTS", KEYS[1]) == 0 then
   return 2
 end
-if redis.call("HEXISTS", KEYS[1], "broken") == 1 then
+-- A key of another type (written by something else) is no run record: replace it.
+local isHash = redis.call("TYPE", KEYS[1]).ok == "hash"
+if isHash and redis.call("HEXISTS", KEYS[1], "broken") == 1 then
   return 0
 end
 -- The broken record replaces the old one; it carries every field of it that could be read.

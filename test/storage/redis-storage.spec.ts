@@ -104,6 +104,24 @@ describe('RedisReactorStorage: a broken record keeps what can be read', () => {
   });
 });
 
+describe('RedisReactorStorage: a run key of another type', () => {
+  it('reads as a corrupt record (not a raw WRONGTYPE), and markBroken replaces it with a loadable failed run', async () => {
+    const runId = newRunId();
+    await redis.set(keys.runKey(runId), 'not a hash');
+    await expect(storage.load(runId)).rejects.toMatchObject({ code: 'CORRUPT_RECORD', runId });
+    const lease = { key: `run:${runId}`, token: randomUUID() };
+    await expect(storage.acquireAndLoad(runId, lease, 30_000)).rejects.toMatchObject({ code: 'CORRUPT_RECORD' });
+
+    await storage.markBroken(runId, 'import', { code: 'CORRUPT_RECORD', message: 'not a hash' });
+    await expect(storage.load(runId)).resolves.toMatchObject({
+      runId,
+      reactorName: 'import',
+      status: 'failed',
+      failure: { code: 'CORRUPT_RECORD' },
+    });
+  });
+});
+
 describe('RedisReactorStorage: keys, TTLs and index', () => {
   it('stores a run as a hash: its identity, its progress, the inputs, a field per result, undo entry, trace entry and attempt count, status and terminal flag', async () => {
     const state = makeRunState();

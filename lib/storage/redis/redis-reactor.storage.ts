@@ -129,7 +129,7 @@ export class RedisReactorStorage implements ReactorStorage {
    */
   async load(runId: string): Promise<RunState | undefined> {
     const runKey = this.keys.runKey(runId);
-    const fields = await this.redis.hgetall(runKey);
+    const fields = await this.redis.hgetall(runKey).catch((error: unknown) => wrongType(runId, error));
     if (Object.keys(fields).length > 0) return this.decode(runId, fields);
     const missing = await runIntegerScript(
       this.redis,
@@ -149,7 +149,7 @@ export class RedisReactorStorage implements ReactorStorage {
       'acquireAndLoad',
       [this.keys.physicalLeaseKey(lease.key), this.keys.runKey(runId)],
       [lease.token, ttl],
-    )) as number | [number, ...string[]];
+    ).catch((error: unknown) => wrongType(runId, error))) as number | [number, ...string[]];
     if (typeof reply === 'number')
       throw storageError(reply, { runId, operation: 'acquireAndLoad (acquireAndLoad-2.lua)' });
     if (reply[0] !== 1) return { acquired: false };
@@ -207,7 +207,8 @@ export class RedisReactorStorage implements ReactorStorage {
    */
   async markBroken(runId: string, reactorName: string | undefined, reason: BrokenReason): Promise<void> {
     const runKey = this.keys.runKey(runId);
-    const fields = await this.redis.hgetall(runKey);
+    // A key of another type is no run record: nothing of it can be kept.
+    const fields = await this.redis.hgetall(runKey).catch(() => ({}) as Record<string, string>);
     const broken = brokenRunState(runId, reactorName, reason, fields[HEADER_FIELD], this.clock.now());
     const state = salvageRecord(broken, fields);
     const record = encodeBroken(state);
@@ -223,4 +224,12 @@ export class RedisReactorStorage implements ReactorStorage {
 
 function flag(value: boolean | undefined): string {
   return value ? '1' : '0';
+}
+
+/** A run key holding another Redis type (`WRONGTYPE`) is a record that cannot be read. */
+function wrongType(runId: string, error: unknown): never {
+  if (error instanceof Error && error.message.startsWith('WRONGTYPE')) {
+    throw new CorruptRecordError(`Stored record of run '${runId}' is not a hash: ${error.message}`, runId);
+  }
+  throw error;
 }
