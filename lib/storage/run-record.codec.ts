@@ -34,13 +34,13 @@ import { checkRunState, decodeRunState } from './run-state.codec';
 export const HEADER_FIELD = 'state';
 /** What changes from step to step outside the collections: status, times, outcome, plans. */
 const PROGRESS = 'head';
-const INPUTS = 'inputs';
-const RESULT = 'r:';
-const UNDO = 'u:';
-const TRACE = 't:';
-const ATTEMPTS = 'a:';
-const CHILD = 'c:';
-const MAP = 'm:';
+export const INPUTS = 'inputs';
+export const RESULT = 'r:';
+export const UNDO = 'u:';
+export const TRACE = 't:';
+export const ATTEMPTS = 'a:';
+export const CHILD = 'c:';
+export const MAP = 'm:';
 
 /** Collections of the run stored in fields of their own, left out of the header. */
 type Collection = 'inputs' | 'results' | 'completed' | 'undoStack' | 'attempts' | 'trace' | 'children' | 'maps';
@@ -424,67 +424,4 @@ function parse(runId: string, field: string, value: string): unknown {
       runId,
     );
   }
-}
-
-/**
- * The record `markBroken` writes: `broken` (the minimal failed run of `brokenRunState`) with every
- * field of the previous record that can still be read put back: inputs, results in their order,
- * the undo stack, the trace, attempts, children and map records. So a run that cannot go on keeps
- * what `undo` needs. Fields that do not parse (or a record stored whole) add nothing.
- */
-export function salvageRecord(broken: RunState, fields: Record<string, string>): RunState {
-  const state = broken;
-  const read = (value: string): unknown => {
-    try {
-      return JSON.parse(value);
-    } catch {
-      return undefined;
-    }
-  };
-  const order: Array<[number, string]> = [];
-  const undo: Array<[number, string, Record<string, unknown>]> = [];
-  const trace: Array<[number, RunState['trace'][number]]> = [];
-  for (const [field, value] of Object.entries(fields)) {
-    const parsed = read(value);
-    if (parsed === undefined) continue;
-    if (field === INPUTS && isObject(parsed)) state.inputs = parsed;
-    else if (field.startsWith(RESULT) && Array.isArray(parsed) && typeof parsed[0] === 'number') {
-      const step = field.slice(RESULT.length);
-      if (parsed.length > 1) state.results[step] = parsed[1];
-      order.push([parsed[0], step]);
-    } else if (
-      field.startsWith(UNDO) &&
-      Array.isArray(parsed) &&
-      typeof parsed[0] === 'string' &&
-      isObject(parsed[1])
-    ) {
-      undo.push([Number(field.slice(UNDO.length)), parsed[0], parsed[1]]);
-    } else if (field.startsWith(TRACE) && isObject(parsed)) {
-      trace.push([Number(field.slice(TRACE.length)), parsed as unknown as RunState['trace'][number]]);
-    } else if (field.startsWith(ATTEMPTS) && typeof parsed === 'number') {
-      state.attempts[field.slice(ATTEMPTS.length)] = parsed;
-    } else if (field.startsWith(CHILD) && isObject(parsed)) {
-      state.children[field.slice(CHILD.length)] = parsed as unknown as RunState;
-    } else if (field.startsWith(MAP) && isObject(parsed)) {
-      state.maps = {
-        ...state.maps,
-        [field.slice(MAP.length)]: parsed as unknown as NonNullable<RunState['maps']>[string],
-      };
-    }
-  }
-  state.completed = order.sort((a, b) => a[0] - b[0]).map(([, step]) => step);
-  state.undoStack = undo
-    .sort((a, b) => a[0] - b[0])
-    .map(([, step, args]) => ({ step, args, result: state.results[step] }));
-  state.trace = trace.sort((a, b) => a[0] - b[0]).map(([, entry]) => entry);
-  return state;
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-/** A broken record's fields, flat (`[field, value, ...]`): the whole state, whatever its size. */
-export function encodeBroken(state: RunState): string[] {
-  return encodeDelta(state, undefined, Infinity).set;
 }

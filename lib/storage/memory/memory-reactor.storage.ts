@@ -12,15 +12,8 @@ import {
   type RunStatus,
   type SaveOptions,
 } from '../../core';
-import {
-  decodeRecord,
-  encodeBroken,
-  encodeDelta,
-  HEADER_FIELD,
-  salvageRecord,
-  type RecordDelta,
-  type Written,
-} from '../run-record.codec';
+import { decodeRecord, encodeDelta, HEADER_FIELD, type RecordDelta, type Written } from '../run-record.codec';
+import { encodeBroken, salvageRecord } from '../broken-record';
 import { brokenRunState, DEFAULT_MAX_CONTEXT_BYTES, indexScore } from '../run-state.codec';
 import { normalizeTtlMs } from '../lease-ttl';
 import { CheckpointResult, StorageErrorCode, storageError } from '../storage-error-codes';

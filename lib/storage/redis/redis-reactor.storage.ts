@@ -11,14 +11,8 @@ import {
   type SaveOptions,
 } from '../../core';
 import { normalizeTtlMs } from '../lease-ttl';
-import {
-  decodeRecord,
-  encodeBroken,
-  encodeDelta,
-  HEADER_FIELD,
-  salvageRecord,
-  type Written,
-} from '../run-record.codec';
+import { decodeRecord, encodeDelta, HEADER_FIELD, type Written } from '../run-record.codec';
+import { encodeBroken, salvageRecord } from '../broken-record';
 import { brokenRunState, DEFAULT_MAX_CONTEXT_BYTES, indexScore } from '../run-state.codec';
 import { CheckpointResult, isErrorCode, storageError } from '../storage-error-codes';
 import type { RedisKeys } from './redis.keys';
