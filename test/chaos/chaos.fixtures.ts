@@ -23,7 +23,7 @@ import type { ReactorBuilder } from '../../lib/core/definition/builder';
 import type { ReactorBlueprint } from '../../lib/core/definition/reactor-blueprint';
 import type { Ref } from '../../lib/core/definition/ref';
 import type { StepContext, StepHandler } from '../../lib/core/definition/step';
-import { success, type StepOutcome } from '../../lib/core/results/step-outcome';
+import { failure, success, type StepOutcome } from '../../lib/core/results/step-outcome';
 import { Reactor } from '../../lib/nest/reactor.decorator';
 import { Step } from '../../lib/nest/step.decorator';
 
@@ -78,6 +78,18 @@ export class ChaosKeys {
   /** Indices of the elements of map `mapId` hanging inside their step (SET). */
   elementsInside(mapId: string): string {
     return `${this.prefix}chaos:elements-inside:${mapId}`;
+  }
+  /** The pid of the process inside the body of `step` of run `runId` (storm test). */
+  running(runId: string, step: string): string {
+    return `${this.prefix}chaos:running:${runId}:${step}`;
+  }
+  /** Two live processes inside the same step body at once (storm test; RPUSH). */
+  violations(): string {
+    return `${this.prefix}chaos:violations`;
+  }
+  /** Undos of run `runId`, in order (RPUSH of step names). */
+  undone(runId: string): string {
+    return `${this.prefix}chaos:undone:${runId}`;
   }
   /** Set by a worker process once it is bootstrapped. */
   ready(workerId: string): string {
@@ -199,7 +211,63 @@ export class ChaosElementStep implements StepHandler<{ index: number }, number> 
   }
 }
 
+/** The five steps of `chaos-storm`. */
+export const STORM_STEPS = ['s1', 's2', 's3', 's4', 's5'] as const;
+
+/** Whether process `pid` is alive on this machine. */
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * A link of `chaos-storm`: notes which process is inside its body (a second live process inside
+ * the same body is a violation), takes a few milliseconds, fails once at `s2` (retried), fails for
+ * good at `failAt` (the run rolls back), and logs its undo.
+ */
+@Step('chaos-storm-step')
+export class StormStep implements StepHandler<{ value: string; failAt: string }, string> {
+  constructor(private readonly probe: ChaosProbe) {}
+
+  async run({ value, failAt }: { value: string; failAt: string }, ctx: StepContext): Promise<StepOutcome<string>> {
+    const { redis, keys } = this.probe;
+    const marker = keys.running(ctx.runId, ctx.stepName);
+    const me = String(process.pid);
+    const holder = await redis.set(marker, me, 'PX', 10_000, 'GET');
+    if (holder && holder !== me && isAlive(Number(holder))) {
+      await redis.rpush(keys.violations(), `${ctx.runId}:${ctx.stepName}: ${holder} and ${me}`);
+    }
+    await this.probe.enter(ctx.runId, ctx.stepName);
+    await new Promise((resolve) => setTimeout(resolve, 5 + Math.floor(Math.random() * 25)));
+    if ((await redis.get(marker)) === me) await redis.del(marker);
+    if (ctx.stepName === 's2' && ctx.attempt === 1) return failure(new Error('flaky'));
+    if (ctx.stepName === failAt) return failure(new Error('declined'), { retryable: false });
+    return success(`${value}>${ctx.stepName}`);
+  }
+
+  async undo(_result: string, _args: { value: string; failAt: string }, ctx: StepContext): Promise<void> {
+    await this.probe.redis.rpush(this.probe.keys.undone(ctx.runId), ctx.stepName);
+  }
+}
+
 type Seed = { seed: string };
+
+/** s1 -> ... -> s5, retried on transient failures, failing for good at `failAt`; all in a worker. */
+@Reactor('chaos-storm', { background: { all: true } })
+export class ChaosStormReactor implements ReactorBlueprint<Seed & { failAt: string }> {
+  build(r: ReactorBuilder<Seed & { failAt: string }>) {
+    const failAt = r.input('failAt', { type: 'string' });
+    let previous: Ref<string> = r.input('seed', { type: 'string' });
+    for (const name of STORM_STEPS) {
+      previous = r.step(name, StormStep, { value: previous, failAt }, { retries: { maxAttempts: 3, baseDelayMs: 50 } });
+    }
+    return previous;
+  }
+}
 
 /** s1 -> s2 -> ... -> s6, each reading the previous result; the whole run in a worker. */
 @Reactor('chaos-chain', { background: { all: true } })
@@ -275,6 +343,8 @@ export const CHAOS_PROVIDERS: Provider[] = [
   ChaosBigLastReactor,
   ChaosElementReactor,
   ChaosMapReactor,
+  StormStep,
+  ChaosStormReactor,
 ];
 
 /** The chaos steps and reactors with their config. */
