@@ -119,7 +119,7 @@ export type { ReactorErrorCode, FieldErrors, SerializedError } from './core';
 
 // Engine and ports, for use without Nest and for custom adapters
 export { ReactorEngine } from './core';
-export type { ReactorEngineOptions, EngineLogger } from './core';
+export type { ReactorEngineOptions, EngineLogger, RunOnOtherDefinition } from './core';
 export type {
   ReactorStorage,
   SaveOptions,

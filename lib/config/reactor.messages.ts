@@ -131,7 +131,8 @@ export const messages = {
     'with runs and must be unique; rename one of them in its @Step().',
   duplicateReactorName: (name: string, first: Named, second: Named): string =>
     `Two reactor classes are named '${name}': ${className(first)} and ${className(second)}. Reactor names are ` +
-    'stored with runs and must be unique; rename one of them in its @Reactor().',
+    'stored with runs and must be unique; rename one of them in its @Reactor(), or give each its own version ' +
+    '(@Reactor(name, { version })) to keep an old definition beside a new one.',
   reactorBuildThrew: (name: string, target: Named, error: unknown): string =>
     `Reactor '${name}' (class ${className(target)}): build() threw: ${(error as Error)?.message ?? String(error)}`,
   stepClassNotProvider: (reactor: string, step: string, stepClass: Named): string =>

@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import {
+  type RunOnOtherDefinition,
   type ReactorClass,
   type ReactorInputOf,
   type ReactorOutputOf,
@@ -111,6 +112,17 @@ export class ReactorClient {
   async sweepOnce(): Promise<SweepResult> {
     this.assertExplored('sweepOnce');
     return this.sweeper.sweepOnce();
+  }
+
+  /**
+   * A pre-deploy check, run with the build about to be deployed: the live runs that no reactor
+   * definition of this process can carry on (their reactor, its version or its shape is not here).
+   * Deploy when it lists none, keep the old versions registered beside the new ones
+   * (`@Reactor(name, { version })`), or let those runs finish first.
+   */
+  async runsOnOtherDefinitions(limit?: number): Promise<RunOnOtherDefinition[]> {
+    this.assertExplored('runsOnOtherDefinitions');
+    return this.engine.runsOnOtherDefinitions(limit);
   }
 
   private nameOf(method: string, reactor: ReactorClass | string): string {

@@ -64,7 +64,10 @@ export class ReactorExplorer implements OnModuleInit {
       if (!stepMetadata && !reactorMetadata) continue;
       refuseScoped(wrapper, providerClass, reactorMetadata?.name, stepMetadata?.name);
       if (stepMetadata) this.registry.addStep(providerClass, wrapper.instance, stepMetadata.name);
-      if (reactorMetadata && this.registry.addReactor(providerClass, reactorMetadata.name)) {
+      if (
+        reactorMetadata &&
+        this.registry.addReactor(providerClass, reactorMetadata.name, String(reactorMetadata.version ?? '1'))
+      ) {
         reactors.push({
           reactorClass: providerClass,
           instance: wrapper.instance as ReactorBlueprint,

@@ -34,12 +34,14 @@ export class ReactorRegistry implements StepResolver {
    * Record a discovered reactor class. Returns false when the class was already recorded (it is a
    * provider of several modules); another class with the same name is an error.
    */
-  addReactor(reactorClass: Class, name: string): boolean {
-    const other = this.reactorClassesByName.get(name);
+  addReactor(reactorClass: Class, name: string, version = '1'): boolean {
+    // Versions of one reactor are kept side by side (a deploy drains the old one's runs).
+    const key = `${name}@${version}`;
+    const other = this.reactorClassesByName.get(key);
     if (other && other !== reactorClass)
       throw new DefinitionError(messages.duplicateReactorName(name, other, reactorClass), name);
     if (this.reactors.has(reactorClass)) return false;
-    this.reactorClassesByName.set(name, reactorClass);
+    this.reactorClassesByName.set(key, reactorClass);
     this.reactors.set(reactorClass, name);
     return true;
   }

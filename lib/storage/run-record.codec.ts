@@ -355,7 +355,10 @@ function changed(
 }
 
 /** What never changes in a run once it is created. */
-type Identity = Pick<RunState, 'schemaVersion' | 'runId' | 'reactorName' | 'definitionHash' | 'createdAt'>;
+type Identity = Pick<
+  RunState,
+  'schemaVersion' | 'runId' | 'reactorName' | 'definitionHash' | 'reactorVersion' | 'createdAt'
+>;
 
 function identity(state: RunState): Identity {
   return {
@@ -363,6 +366,7 @@ function identity(state: RunState): Identity {
     runId: state.runId,
     reactorName: state.reactorName,
     definitionHash: state.definitionHash,
+    reactorVersion: state.reactorVersion,
     createdAt: state.createdAt,
   };
 }
@@ -374,6 +378,7 @@ function sameIdentity(stored: Identity | undefined, state: RunState): boolean {
     stored.runId === state.runId &&
     stored.reactorName === state.reactorName &&
     stored.definitionHash === state.definitionHash &&
+    stored.reactorVersion === state.reactorVersion &&
     stored.createdAt === state.createdAt
   );
 }

@@ -354,3 +354,60 @@ describe('durability: a composed child retrying in a worker', () => {
     expect(clock.sleeps).toContain(2_000);
   });
 });
+
+describe('durability: reactor versions side by side', () => {
+  const checkout = (version: number, log: string[]) =>
+    defineReactor(
+      'versioned',
+      (r: ReactorBuilder<object>) => {
+        const a = r.step('a', () => (log.push(`v${version}:a`), success('A')), {});
+        // Version 2 adds a step: another shape.
+        if (version === 2) r.step('b', () => (log.push('v2:b'), success('B')), {}, { waitFor: [a] });
+      },
+      { version, background: { all: true } },
+    );
+
+  it('a run resumes under the version it started with; new runs take the highest version', async () => {
+    const { dispatcher, jobs } = recordingDispatcher();
+    const log: string[] = [];
+    const { engine: before, storage, locks } = createHarness({ dispatcher });
+    const old = (await before.start(checkout(1, log), {})).runId;
+
+    // The next release registers version 2 beside version 1.
+    const { engine: after } = createHarness({ dispatcher, storage, locks });
+    after.register(checkout(1, log));
+    after.register(checkout(2, log));
+    await after.handleJob(jobs[0].job);
+    expect((await after.get(old))?.status).toBe('completed');
+    expect(log).toEqual(['v1:a']);
+
+    const fresh = (await after.start('versioned', {})).runId;
+    await after.handleJob(jobs[jobs.length - 1].job);
+    expect((await after.get(fresh))?.status).toBe('completed');
+    expect(log).toEqual(['v1:a', 'v2:a', 'v2:b']);
+    expect((await storage.load(fresh))?.reactorVersion).toBe('2');
+  });
+
+  it('the pre-deploy check lists the live runs this build cannot carry on, and only those', async () => {
+    const { dispatcher } = recordingDispatcher();
+    const { engine: before, storage, locks } = createHarness({ dispatcher });
+    const onV1 = (await before.start(checkout(1, []), {})).runId;
+    const unknown = (await before.start(twoSteps([]), {})).runId;
+
+    // A build with version 2 only, and no 'two' reactor.
+    const { engine: v2Only } = createHarness({ dispatcher, storage, locks });
+    v2Only.register(checkout(2, []));
+    expect(await v2Only.runsOnOtherDefinitions()).toEqual(
+      expect.arrayContaining([
+        { runId: onV1, reactorName: 'versioned', version: '1', status: 'running', registeredVersions: ['2'] },
+        { runId: unknown, reactorName: 'two', version: '1', status: 'running', registeredVersions: [] },
+      ]),
+    );
+    // A build that keeps version 1 beside version 2 (and knows 'two') can carry every one of them on.
+    const { engine: both } = createHarness({ dispatcher, storage, locks });
+    both.register(checkout(1, []));
+    both.register(checkout(2, []));
+    both.register(twoSteps([]));
+    expect(await both.runsOnOtherDefinitions()).toEqual([]);
+  });
+});

@@ -4,6 +4,7 @@ import { Test } from '@nestjs/testing';
 import type { ReactorBuilder } from '../../lib/core/definition/builder';
 import type { ReactorBlueprint } from '../../lib/core/definition/reactor-blueprint';
 import { success } from '../../lib/core/results/step-outcome';
+import { ReactorEngine } from '../../lib/core';
 import { ReactorClient } from '../../lib/nest/reactor.client';
 import { Reactor } from '../../lib/nest/reactor.decorator';
 import { ReactorModule } from '../../lib/nest/reactor.module';
@@ -198,6 +199,37 @@ describe('ReactorExplorer', () => {
     await expect(initApp([NoopStep, TwinA, TwinB])).rejects.toThrow(
       "Two reactor classes are named 'twin': TwinA and TwinB.",
     );
+  });
+
+  it('keeps two versions of one reactor side by side: new runs take the highest', async () => {
+    @Reactor('twin-versions', { version: 1 })
+    class TwinV1 implements ReactorBlueprint {
+      build(r: ReactorBuilder<Record<string, unknown>>) {
+        return r.step('a', NoopStep, {});
+      }
+    }
+    @Reactor('twin-versions', { version: 2 })
+    class TwinV2 implements ReactorBlueprint {
+      build(r: ReactorBuilder<Record<string, unknown>>) {
+        return r.step('b', NoopStep, {});
+      }
+    }
+
+    const app = await Test.createTestingModule({
+      imports: [ReactorModule.forRoot()],
+      providers: [NoopStep, TwinV1, TwinV2],
+    })
+      .setLogger(new CapturingLogger())
+      .compile();
+    await app.init();
+    try {
+      const engine = app.get(ReactorEngine);
+      expect(engine.definition('twin-versions').version).toBe('2');
+      const outcome = await app.get(ReactorClient).run(TwinV1 as never, {} as never);
+      expect(outcome.status === 'completed' && outcome.results).toEqual({ b: 'ok' });
+    } finally {
+      await app.close();
+    }
   });
 
   it('finds steps and reactors provided through useFactory, and ignores aliases', async () => {

@@ -76,6 +76,12 @@ export interface ReactorOptions {
   /** Move the run, or the part after/before a step, to a background worker. */
   background?: BackgroundOption;
   description?: string;
+  /**
+   * The reactor's version, stored with each run. Register the old and the new version side by
+   * side during a deploy: new runs take the highest version, and a run resumes under the version
+   * it started with, until the old version's runs drain. @default '1'
+   */
+  version?: string | number;
 }
 
 /**
@@ -93,6 +99,8 @@ export interface ReactorDefinition<I = unknown, O = unknown> {
   readonly maxConcurrency: number;
   readonly background?: BackgroundOption;
   readonly description?: string;
+  /** The reactor's version (see {@link ReactorOptions.version}). */
+  readonly version: string;
   /** Stable hash of the definition's shape; stored with each run. */
   readonly hash: string;
   /** @internal phantom types. */

@@ -108,6 +108,7 @@ export function finishDefinition<I, O>(
     maxConcurrency,
     background: options.background,
     description: options.description,
+    version: String(options.version ?? '1'),
     hash,
   });
 }

@@ -7,6 +7,7 @@ import type { BrokenReason, ReactorStorage } from '../ports/reactor-storage.port
 import { systemClock } from '../ports/clock.port';
 import type { ReactorJob } from '../ports/job-dispatcher.port';
 import { ConstructingStepResolver } from '../ports/step-resolver.port';
+import type { RunStatus } from '../model/run-state';
 import type { RunOutcome } from '../results/run-outcome';
 import { Dispatch } from './dispatch';
 import { ENGINE_DEFAULTS, type EngineParts, type ReactorEngineOptions, type RunOptions } from './engine-options';
@@ -184,6 +185,32 @@ export class ReactorEngine {
   }
 
   /**
+   * A pre-deploy check: the live runs (running, rolling back, waiting) that no definition
+   * registered in this process can carry on, because their reactor, its version or its shape is
+   * not here. Deploy a build that lists none of them (or keeps their versions registered beside the
+   * new ones), or let them finish first. Reads up to `limit` runs of the index of live runs.
+   */
+  async runsOnOtherDefinitions(limit: number = ENGINE_DEFAULTS.sweepLimit): Promise<RunOnOtherDefinition[]> {
+    return guarded('runsOnOtherDefinitions', async () => {
+      const out: RunOnOtherDefinition[] = [];
+      for (const runId of await this.storage.listActive(limit)) {
+        const state = await this.storage.load(runId).catch(() => undefined);
+        if (!state) continue;
+        const def = this.registry.has(state.reactorName) ? this.registry.forRun(state) : undefined;
+        if (def && def.hash === state.definitionHash) continue;
+        out.push({
+          runId,
+          reactorName: state.reactorName,
+          version: state.reactorVersion ?? '1',
+          status: state.status,
+          registeredVersions: this.registry.versionsOf(state.reactorName),
+        });
+      }
+      return out;
+    });
+  }
+
+  /**
    * Recover fan-out maps (reading the index of open maps, never the keyspace): re-dispatch
    * elements that were dispatched but have no record and no live lease, refill a dispatch window
    * whose continuation was lost, re-dispatch lost element rollback jobs, and resume an owner whose
@@ -192,6 +219,17 @@ export class ReactorEngine {
   recoverMaps(options: RecoveryOptions = {}): Promise<number> {
     return this.recovery.stalledMaps(options);
   }
+}
+
+/** A live run that no definition registered in this process can carry on. */
+export interface RunOnOtherDefinition {
+  runId: string;
+  reactorName: string;
+  /** The version the run started under. */
+  version: string;
+  status: RunStatus;
+  /** The versions of the reactor registered in this process (none: the reactor is unknown here). */
+  registeredVersions: string[];
 }
 
 /** Run a client operation; an error that is not the library's own is the storage not answering. */

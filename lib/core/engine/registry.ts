@@ -3,20 +3,33 @@ import { DefinitionError } from '../errors/definition.error';
 import { UnknownReactorError } from '../errors/run-state.error';
 import { stepKindOf } from '../steps';
 
-/** The reactor definitions this process knows, by name, and the checks across them. */
+/**
+ * The reactor definitions this process knows, by name and version, and the checks across them.
+ * New runs take the highest version of a name; a run resumes under the version it started with.
+ */
 export class DefinitionRegistry {
+  /** The highest version of each name. */
   private readonly definitions = new Map<string, ReactorDefinition>();
+  private readonly versions = new Map<string, Map<string, ReactorDefinition>>();
 
-  /** Register a definition (and those declared inside its steps). The same name with another shape is an error. */
+  /**
+   * Register a definition (and those declared inside its steps). The same name and version with
+   * another shape is an error; another version of a name is kept beside it.
+   */
   register(def: ReactorDefinition): void {
-    const existing = this.definitions.get(def.name);
+    const byVersion = this.versions.get(def.name) ?? new Map<string, ReactorDefinition>();
+    const existing = byVersion.get(def.version);
     if (existing && existing.hash !== def.hash) {
       throw new DefinitionError(
-        `Reactor '${def.name}' is registered twice with different definitions. Reactor names must be unique.`,
+        `Reactor '${def.name}' is registered twice with different definitions. Reactor names must be unique ` +
+          '(or give each definition its own version: @Reactor(name, { version }))',
         def.name,
       );
     }
-    this.definitions.set(def.name, def);
+    byVersion.set(def.version, def);
+    this.versions.set(def.name, byVersion);
+    const current = this.definitions.get(def.name);
+    if (!current || compareVersions(def.version, current.version) >= 0) this.definitions.set(def.name, def);
     for (const step of def.steps) {
       for (const inner of stepKindOf(step).innerDefinitions?.(step) ?? []) this.register(inner);
     }
@@ -24,7 +37,7 @@ export class DefinitionRegistry {
 
   /** Every reactor a step runs by name is registered, and no reactor composes itself through a chain. */
   validate(): void {
-    for (const def of this.definitions.values()) {
+    for (const def of this.all()) {
       for (const step of def.steps) {
         for (const linked of stepKindOf(step).linkedReactors?.(step) ?? []) {
           if (this.definitions.has(linked.reactorName)) continue;
@@ -68,8 +81,34 @@ export class DefinitionRegistry {
     return this.definitions.has(name);
   }
 
+  /**
+   * The definition a stored run goes on under: the version it started with when registered, else
+   * the highest version when it has the same shape (a compatible change), else undefined.
+   */
+  forRun(run: { reactorName: string; reactorVersion?: string; definitionHash: string }): ReactorDefinition | undefined {
+    const exact = this.versions.get(run.reactorName)?.get(run.reactorVersion ?? '1');
+    if (exact) return exact;
+    const current = this.definitions.get(run.reactorName);
+    return current?.hash === run.definitionHash ? current : undefined;
+  }
+
+  /** Versions of `name` registered here, lowest first. */
+  versionsOf(name: string): string[] {
+    return [...(this.versions.get(name)?.keys() ?? [])].sort(compareVersions);
+  }
+
+  /** Every registered definition, every version. */
+  all(): ReactorDefinition[] {
+    return [...this.versions.values()].flatMap((byVersion) => [...byVersion.values()]);
+  }
+
   /** Names of every registered reactor. */
   names(): string[] {
     return [...this.definitions.keys()];
   }
+}
+
+/** Order versions as people read them: '2' before '10', '1.9' before '1.10'. */
+export function compareVersions(a: string, b: string): number {
+  return a.localeCompare(b, 'en', { numeric: true });
 }

@@ -49,7 +49,8 @@ export class RunControl {
           state.status,
         );
       }
-      const def = this.registry.get(state.reactorName);
+      // The version the run started under when registered here, else the current one (undo finds steps by name).
+      const def = this.registry.forRun(state) ?? this.registry.get(state.reactorName);
       const env = this.executions.env('caller', lease, { runId: state.runId, reactorName: def.name });
       const save = RunExecution.saver(env, state, { reopen: true, onRelease: () => (released = true) });
       const outcome = await new RunExecution(def, state, env, save).undo('undo');

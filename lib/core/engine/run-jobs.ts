@@ -60,15 +60,15 @@ export class RunJobs {
       await this.leases.releaseQuietly(lease);
       return;
     }
-    // The stored run names its reactor; the job's name is only a hint.
+    // The stored run names its reactor (and version); the job's name is only a hint.
     if (!this.registry.has(state.reactorName)) {
       await this.leases.releaseQuietly(lease);
       await this.deferUnknown(job, state.reactorName);
       return;
     }
-    const def = this.registry.get(state.reactorName);
-    if (state.definitionHash !== def.hash) {
-      await this.failChanged(state, def, lease);
+    const def = this.registry.forRun(state);
+    if (!def || state.definitionHash !== def.hash) {
+      await this.failChanged(state, def ?? this.registry.get(state.reactorName), lease);
       this.waiters.notify(job.runId);
       return;
     }
@@ -111,7 +111,12 @@ export class RunJobs {
    * `undo` can still undo the steps it completed.
    */
   private async failChanged(state: RunState, def: ReactorDefinition, lease: Lease): Promise<void> {
-    const error = new DefinitionChangedError(state.runId, def.name);
+    const error = new DefinitionChangedError(
+      state.runId,
+      def.name,
+      state.reactorVersion ?? '1',
+      this.registry.versionsOf(def.name),
+    );
     state.status = 'failed';
     state.failure = runFailure({
       message: error.message,

@@ -89,11 +89,17 @@ export class DefinitionChangedError extends ReactorError {
   constructor(
     readonly runId: string,
     readonly reactorName: string,
+    /** The version the run started under. */
+    readonly version = '1',
+    /** The versions this process has. */
+    readonly registered: readonly string[] = [],
   ) {
     super(
       'DEFINITION_CHANGED',
-      `Run '${runId}' of reactor '${reactorName}' was started under a different definition (its definition hash differs). ` +
-        'Finish or undo old runs before changing a reactor, or register the new shape under a new reactor name.',
+      `Run '${runId}' of reactor '${reactorName}' was started under a different definition (version ${version}; ` +
+        `this process has ${registered.length ? `version ${registered.join(', ')}` : 'another shape'} of it). ` +
+        'Keep the old definition registered beside the new one until its runs drain (@Reactor(name, { version })), ' +
+        'or undo the run: its record is kept.',
     );
   }
 }

@@ -59,6 +59,8 @@ export interface RunState {
   reactorName: string;
   /** Hash of the reactor definition the run started under. */
   definitionHash: string;
+  /** Version of the reactor the run started under (absent in runs stored before versions: '1'). */
+  reactorVersion?: string;
   status: RunStatus;
   /** Validated reactor inputs (raw; redact before showing). */
   inputs: Record<string, unknown>;
@@ -102,7 +104,7 @@ export interface RunState {
 
 /** The initial state of a run of reactor `reactor` (its name and definition hash). */
 export function newRunState(
-  reactor: { readonly name: string; readonly hash: string },
+  reactor: { readonly name: string; readonly hash: string; readonly version?: string },
   runId: string,
   inputs: Record<string, unknown>,
   now: number,
@@ -112,6 +114,7 @@ export function newRunState(
     runId,
     reactorName: reactor.name,
     definitionHash: reactor.hash,
+    ...(reactor.version !== undefined && reactor.version !== '1' ? { reactorVersion: reactor.version } : {}),
     status: 'pending',
     inputs,
     results: {},
