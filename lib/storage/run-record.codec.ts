@@ -27,7 +27,14 @@
  * it has never seen is written whole, replacing the record.
  */
 import { Buffer } from 'node:buffer';
-import { ContextTooLargeError, CorruptRecordError, UnstorableValueError, type RunState, type UndoEntry } from '../core';
+import {
+  ContextTooLargeError,
+  CorruptRecordError,
+  jsonProblem,
+  UnstorableValueError,
+  type RunState,
+  type UndoEntry,
+} from '../core';
 import { checkRunState, decodeRunState } from './run-state.codec';
 
 /** The identity field (what never changes in a run): also the whole run in records written before deltas. */
@@ -105,7 +112,10 @@ export function encodeDelta(state: RunState, written: Written | undefined, maxBy
     return size;
   };
 
-  const json = (value: unknown, what: string, step?: string): string => {
+  const json = (value: unknown, what: string, step?: string, checked?: unknown): string => {
+    const problem = checked === undefined ? undefined : jsonProblem(checked);
+    if (problem)
+      throw new UnstorableValueError(state.runId, what, step, new Error(`${problem} would not come back as it is`));
     try {
       return JSON.stringify(value);
     } catch (error) {
@@ -116,11 +126,15 @@ export function encodeDelta(state: RunState, written: Written | undefined, maxBy
   if (id) put(HEADER_FIELD, JSON.stringify(id), true);
   put(PROGRESS, progressJson(state, json), true);
   const inputsChanged = w.inputs !== state.inputs;
-  if (inputsChanged) put(INPUTS, json(state.inputs, 'the inputs'), true);
+  if (inputsChanged) put(INPUTS, json(state.inputs, 'the inputs', undefined, state.inputs), true);
   for (let seq = w.completed; seq < state.completed.length; seq++) {
     const step = state.completed[seq];
     const value = state.results[step];
-    put(RESULT + step, json(value === undefined ? [seq] : [seq, value], `the result of step '${step}'`, step), false);
+    put(
+      RESULT + step,
+      json(value === undefined ? [seq] : [seq, value], `the result of step '${step}'`, step, value),
+      false,
+    );
   }
   const keep = commonUndo(w.undo, state.undoStack);
   for (let n = w.undo.length - 1; n >= keep; n--) {
@@ -130,7 +144,7 @@ export function encodeDelta(state: RunState, written: Written | undefined, maxBy
   const pushed: Written['undo'] = [];
   for (let n = keep; n < state.undoStack.length; n++) {
     const entry = state.undoStack[n];
-    const value = json([entry.step, entry.args], `the arguments of step '${entry.step}'`, entry.step);
+    const value = json([entry.step, entry.args], `the arguments of step '${entry.step}'`, entry.step, entry.args);
     pushed.push({ entry, bytes: put(UNDO + n, value, false) });
   }
   for (let n = w.trace; n < state.trace.length; n++) put(TRACE + n, traceJson(state.trace[n]), false);

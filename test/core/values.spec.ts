@@ -196,3 +196,43 @@ describe('the trace stays small', () => {
     expect(JSON.stringify(stored.trace).length).toBeLessThan(5_000);
   });
 });
+
+describe('values JSON would change on the way back', () => {
+  it.each([
+    ['a Date', () => ({ at: new Date(0) }), '.at: a Date'],
+    ['a Map', () => ({ byId: new Map([['a', 1]]) }), '.byId: a Map'],
+    ['a Set', () => ({ tags: new Set(['x']) }), '.tags: a Set'],
+    ['NaN', () => ({ ratio: Number.NaN }), '.ratio: NaN'],
+    ['an undefined array element', () => ({ list: [1, undefined] }), '.list[1]: undefined'],
+  ])(
+    'a step returning %s fails clearly, in the caller as in a worker, instead of changing type',
+    async (_, bad, where) => {
+      for (const background of [false, true]) {
+        const { engine, dispatcher } = createHarness();
+        const def = defineReactor(
+          `values-json-${background}`,
+          (r: ReactorBuilder<object>) => r.step('make', () => success(bad()), {}),
+          background ? { background: { all: true } } : {},
+        );
+        const started = await engine.run(def, {});
+        const outcome = background ? await engine.wait(started.runId, { timeoutMs: 5_000 }) : started;
+        await dispatcher.idle();
+        expect(outcome.status).toBe('failed');
+        if (outcome.status !== 'failed') continue;
+        expect(outcome.failure).toMatchObject({ code: 'VALUE_NOT_STORABLE', stepName: 'make' });
+        expect(outcome.failure.message).toContain(where);
+      }
+    },
+  );
+
+  it('a Date in the inputs fails the run as invalid input naming where it is', async () => {
+    const { engine } = createHarness();
+    const def = defineReactor('values-date-input', (r: ReactorBuilder<{ order: unknown }>) =>
+      r.step('noop', () => success(1), { o: r.input('order', { type: 'object' }) }),
+    );
+    const outcome = await engine.run(def, { order: { placedAt: new Date(0) } });
+    expect(outcome.status === 'failed' && outcome.failure.fieldErrors).toEqual({
+      order: [expect.stringContaining('a Date (store it as an ISO string)')],
+    });
+  });
+});

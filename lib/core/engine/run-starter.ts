@@ -5,6 +5,7 @@ import { InputValidationError } from '../errors/input-validation.error';
 import { InvalidRunStateError, LeaseLostError } from '../errors/run-state.error';
 import { UnstorableValueError } from '../errors/unstorable-value.error';
 import { errorMessage, runFailure, type FieldErrors } from '../model/failure';
+import { jsonProblem } from '../model/json-values';
 import { runLeaseKey } from '../model/keys';
 import { checkRunId } from './run-id';
 import { newRunState, type RunState } from '../model/run-state';
@@ -71,6 +72,11 @@ export class RunStarter {
       const fieldErrors: FieldErrors = {};
       const inputs: Record<string, unknown> = {};
       for (const [field, value] of Object.entries(state.inputs)) {
+        const problem = jsonProblem(value);
+        if (problem) {
+          fieldErrors[field] = [`cannot be stored as it is: ${problem}`];
+          continue;
+        }
         try {
           JSON.stringify(value);
           inputs[field] = value;

@@ -2,3 +2,4 @@ export * from './failure';
 export * from './keys';
 export * from './map';
 export * from './run-state';
+export * from './json-values';
