@@ -49,6 +49,7 @@ export function createReactorEngine(
     middleware: [...options.middleware],
     leaseTtlMs: options.leaseTtlMs,
     checkpointMinIntervalMs: options.checkpointMinIntervalMs,
+    maxContextBytes: options.maxContextBytes,
     snoozeDelayMs: options.snoozeDelayMs,
     logger: nestEngineLogger(new Logger(REACTOR_LOGGER_CONTEXT)),
   });

@@ -298,13 +298,34 @@ function commonUndo(stored: Written['undo'], current: readonly UndoEntry[]): num
  */
 function progressJson(state: RunState, json: (value: unknown, what: string) => string): string {
   const head = progress(state);
+  let out: string | undefined;
   try {
-    return JSON.stringify(head);
+    out = JSON.stringify(head);
   } catch {
-    const failure = head.failure && { ...head.failure, stepArguments: safe(head.failure.stepArguments) };
-    const halt = head.halt && { ...head.halt, details: safe(head.halt.details) };
-    return json({ ...head, failure, halt }, "the run's value");
+    out = undefined;
   }
+  // A failure shows the inputs and the step's arguments for people (the values themselves are in
+  // the record's inputs and undo entries): bounded like the trace's, never failing the run.
+  if (out !== undefined && (out.length <= TRACE_ENTRY_LIMIT || !head.failure)) return out;
+  const failure = head.failure && {
+    ...head.failure,
+    inputs: bounded(safe(head.failure.inputs)) as Record<string, unknown>,
+    stepArguments: bounded(safe(head.failure.stepArguments)) as Record<string, unknown> | undefined,
+  };
+  const halt = head.halt && { ...head.halt, details: safe(head.halt.details) };
+  return json({ ...head, failure, halt }, "the run's value");
+}
+
+/** Arguments with each large one replaced by its kind and size. */
+function bounded(args: unknown): unknown {
+  if (typeof args !== 'object' || args === null) return args;
+  const out: Record<string, unknown> = {};
+  for (const [name, value] of Object.entries(args)) {
+    const size = JSON.stringify(value)?.length ?? 0;
+    out[name] =
+      size <= TRACE_ARGUMENT_LIMIT ? value : `[${Array.isArray(value) ? 'array' : typeof value}, ${size} chars]`;
+  }
+  return out;
 }
 
 /** `value` when it can be written as JSON, else `'[not storable]'`. */
@@ -336,13 +357,7 @@ function traceJson(entry: RunState['trace'][number]): string {
     return JSON.stringify({ ...entry, arguments: '[not storable]', detail: entry.detail });
   }
   if (json.length <= TRACE_ENTRY_LIMIT || !entry.arguments) return json;
-  const args: Record<string, unknown> = {};
-  for (const [name, value] of Object.entries(entry.arguments)) {
-    const size = JSON.stringify(value)?.length ?? 0;
-    args[name] =
-      size <= TRACE_ARGUMENT_LIMIT ? value : `[${Array.isArray(value) ? 'array' : typeof value}, ${size} chars]`;
-  }
-  return JSON.stringify({ ...entry, arguments: args });
+  return JSON.stringify({ ...entry, arguments: bounded(entry.arguments) });
 }
 
 /** The entries of `current` whose JSON differs from what is `stored`, written with `put`. */

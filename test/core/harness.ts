@@ -21,6 +21,7 @@ export function createHarness(options: Partial<ReactorEngineOptions> = {}) {
     acquireAndLoad: (id, lease, ttl) => storage.acquireAndLoad(id, lease, ttl),
     listActive: (limit) => storage.listActive(limit),
     markBroken: (id, name, reason) => storage.markBroken(id, name, reason),
+    sizeOf: (state) => storage.sizeOf?.(state),
   };
   const engine = new ReactorEngine({
     storage: counting,

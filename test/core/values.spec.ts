@@ -1,5 +1,6 @@
 import { defineReactor, type ReactorBuilder } from '../../lib/core/definition/builder';
 import { failure, success } from '../../lib/core/results/step-outcome';
+import { createMemoryAdapters } from '../../lib/storage/memory';
 import { createHarness } from './harness';
 
 /** Three steps; `b` returns `bad` (a value JSON cannot hold) unless told otherwise. */
@@ -234,5 +235,30 @@ describe('values JSON would change on the way back', () => {
     expect(outcome.status === 'failed' && outcome.failure.fieldErrors).toEqual({
       order: [expect.stringContaining('a Date (store it as an ISO string)')],
     });
+  });
+});
+
+describe('a step whose arguments would not fit', () => {
+  it('fails before it runs (nothing to take back), when its undo would keep arguments larger than the record may be', async () => {
+    const small = createMemoryAdapters(undefined, { maxContextBytes: 50_000 });
+    const { engine } = createHarness({ storage: small.storage, locks: small.locks, maxContextBytes: 50_000 });
+    const log: string[] = [];
+    const def = defineReactor('big-undo-args', (r: ReactorBuilder<{ document: string }>) =>
+      r.step(
+        'upload',
+        {
+          run: () => (log.push('run'), success('ok')),
+          undo: () => void log.push('undo'),
+        },
+        { document: r.input('document', { type: 'string' }) },
+      ),
+    );
+    // 30 kB of input, stored once; its undo entry would hold 30 kB more: over 50 kB.
+    const outcome = await engine.run(def, { document: 'x'.repeat(30_000) });
+
+    expect(outcome.status).toBe('failed');
+    if (outcome.status !== 'failed') return;
+    expect(outcome.failure).toMatchObject({ code: 'CONTEXT_TOO_LARGE', stepName: 'upload' });
+    expect(log).toEqual([]);
   });
 });

@@ -52,6 +52,11 @@ export interface ReactorEngineOptions {
   leaseTtlMs?: number;
   /** Coalesce mid-run checkpoints closer than this. @default 0 (every step) */
   checkpointMinIntervalMs?: number;
+  /**
+   * The storage's size limit of a run record (its `maxContextBytes`). With it, a step whose
+   * arguments would not fit in its undo entry fails before it runs. @default no check
+   */
+  maxContextBytes?: number;
   /** Base delay of a snooze when a delivered run is executing elsewhere. @default 5000 */
   snoozeDelayMs?: number;
   /** Random extra delay of a snooze, up to this. @default snoozeDelayMs */
@@ -78,4 +83,5 @@ export interface EngineParts {
   readonly logger: EngineLogger;
   readonly leaseTtlMs: number;
   readonly checkpointMinIntervalMs?: number;
+  readonly maxContextBytes?: number;
 }

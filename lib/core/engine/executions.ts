@@ -77,6 +77,10 @@ export class Executions {
     let released = false;
     try {
       const env = this.env(mode, lease, { runId: state.runId, reactorName: def.name });
+      const { maxContextBytes, storage } = this.parts;
+      if (maxContextBytes !== undefined) {
+        env.recordBudget = { limit: maxContextBytes, used: () => storage.sizeOf?.(state) ?? 0 };
+      }
       const save = RunExecution.saver(env, state, { onRelease: () => (released = true) });
       const outcome = await new RunExecution(def, state, env, save).execute(resumed);
       if (outcome.status !== 'dispatched') this.waiters.notify(state.runId);

@@ -56,6 +56,7 @@ export class ReactorEngine {
       logger,
       leaseTtlMs: options.leaseTtlMs ?? ENGINE_DEFAULTS.leaseTtlMs,
       checkpointMinIntervalMs: options.checkpointMinIntervalMs,
+      maxContextBytes: options.maxContextBytes,
     };
     const snoozeDelayMs = options.snoozeDelayMs ?? ENGINE_DEFAULTS.snoozeDelayMs;
     const dispatch = new Dispatch(options.dispatcher, snoozeDelayMs, options.snoozeJitterMs ?? snoozeDelayMs);

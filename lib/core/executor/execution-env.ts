@@ -22,6 +22,8 @@ export interface ExecutionEnv {
   leaseTtlMs?: number;
   /** Mid-run checkpoints closer together than this are coalesced. @default 0 */
   checkpointMinIntervalMs?: number;
+  /** The size limit of the run's record, and what the record takes now (see ReactorStorage.sizeOf). */
+  recordBudget?: { limit: number; used(): number };
   /**
    * Enqueue a resume of the (root) run, after its state was saved. Needed for hand-offs and for
    * retries in workers; without it, a hand-off is ignored and retries sleep.

@@ -8,6 +8,7 @@ import { backoffDelay } from '../definition/retry-policy';
 import { ArgumentResolutionError } from '../errors/argument-resolution.error';
 import { InputValidationError } from '../errors/input-validation.error';
 import { ReactorError } from '../errors/reactor.error';
+import { ContextTooLargeError } from '../errors/run-state.error';
 import { describeError, runFailure, type RunFailure } from '../model/failure';
 import { NestedFailure } from '../results/nested-failure';
 import { Failure, Halt, Skipped, Success } from '../results/step-outcome';
@@ -71,6 +72,8 @@ export async function runStep(scope: RunScope, step: StepDefinition): Promise<St
   }
 
   const kind = stepKindOf(step);
+  const tooLarge = argumentsOverBudget(scope, step, args, kind.hasUndoWork(scope, step));
+  if (tooLarge) return stepFailed(scope, step, tooLarge, args, { compensate: false });
   for (;;) {
     const adopting = kind.adopting?.(scope, step) ?? false;
     const attempt = (state.attempts[step.name] ?? 0) + (adopting ? 0 : 1);
@@ -140,6 +143,28 @@ export async function runStep(scope: RunScope, step: StepDefinition): Promise<St
       retryable: outcome.retryable,
     });
   }
+}
+
+/**
+ * A step with an undo keeps its arguments in its undo entry: when those would not fit in the run's
+ * record, the step fails before it runs (nothing to take back), instead of after.
+ */
+function argumentsOverBudget(
+  scope: RunScope,
+  step: StepDefinition,
+  args: Record<string, unknown>,
+  keepsArguments: boolean,
+): ContextTooLargeError | undefined {
+  const budget = scope.env.recordBudget;
+  if (!budget || !keepsArguments || scope.state.attempts[step.name]) return undefined;
+  let bytes: number;
+  try {
+    bytes = Buffer.byteLength(JSON.stringify(args) ?? '');
+  } catch {
+    return undefined; // not storable at all: the checkpoint says so, naming the value
+  }
+  const total = budget.used() + bytes;
+  return total > budget.limit ? new ContextTooLargeError(scope.state.runId, total, budget.limit) : undefined;
 }
 
 /** Record that `step` failed with `error`: its failure (inputs and arguments redacted) and a trace entry. */

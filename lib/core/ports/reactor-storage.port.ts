@@ -76,4 +76,10 @@ export interface ReactorStorage {
    * keeping what can be kept. Idempotent.
    */
   markBroken(runId: string, reactorName: string | undefined, reason: BrokenReason): Promise<void>;
+  /**
+   * The size in UTF-8 bytes of the stored record of `state`, when this adapter wrote or read that
+   * state object (undefined otherwise). Lets the engine refuse a step whose arguments would not fit
+   * before the step runs. Optional.
+   */
+  sizeOf?(state: RunState): number | undefined;
 }

@@ -123,6 +123,11 @@ export class MemoryReactorStorage implements ReactorStorage {
    * drop it from the active index. The first call wins: while the record stays broken, later
    * calls change nothing. A missing run is left missing.
    */
+  /** The size of the stored record of `state`, when this adapter wrote or read it. */
+  sizeOf(state: RunState): number | undefined {
+    return this.written.get(state)?.bytes;
+  }
+
   async markBroken(runId: string, reactorName: string | undefined, reason: BrokenReason): Promise<void> {
     const stored = this.runs.get(runId);
     if (!stored || stored.broken) return;

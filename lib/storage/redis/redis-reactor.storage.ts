@@ -199,6 +199,11 @@ export class RedisReactorStorage implements ReactorStorage {
    * the old one, and drop it from the index. Idempotent: the first reason wins while the record
    * stays broken. A missing run stays missing.
    */
+  /** The size of the stored record of `state`, when this adapter wrote or read it. */
+  sizeOf(state: RunState): number | undefined {
+    return this.written.get(state)?.bytes;
+  }
+
   async markBroken(runId: string, reactorName: string | undefined, reason: BrokenReason): Promise<void> {
     const runKey = this.keys.runKey(runId);
     // A key of another type is no run record: nothing of it can be kept.
