@@ -94,6 +94,15 @@ export interface ReactorModuleOptions {
    * run hanging on a connection that never comes. @default 10000
    */
   connectTimeoutMs?: number;
+  /**
+   * A job for a reactor this process does not know (a rolling deploy: an older worker took it) goes
+   * back to the queue this many times, `unknownReactorDelayMs` apart, for a worker that knows it;
+   * then the run is parked (the sweeper offers it again later). Its record is never touched.
+   * @default 30
+   */
+  unknownReactorRetries?: number;
+  /** @default 20000 */
+  unknownReactorDelayMs?: number;
 }
 
 /** {@link ReactorModuleOptions} after validation, with every default applied. */
@@ -115,6 +124,8 @@ export interface ResolvedReactorModuleOptions {
   readonly shards: number;
   readonly shutdownGraceMs: number;
   readonly connectTimeoutMs: number;
+  readonly unknownReactorRetries: number;
+  readonly unknownReactorDelayMs: number;
 }
 
 /**

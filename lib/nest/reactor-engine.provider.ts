@@ -50,6 +50,8 @@ export function createReactorEngine(
     leaseTtlMs: options.leaseTtlMs,
     checkpointMinIntervalMs: options.checkpointMinIntervalMs,
     maxContextBytes: options.maxContextBytes,
+    unknownReactorRetries: options.unknownReactorRetries,
+    unknownReactorDelayMs: options.unknownReactorDelayMs,
     snoozeDelayMs: options.snoozeDelayMs,
     logger: nestEngineLogger(new Logger(REACTOR_LOGGER_CONTEXT)),
   });

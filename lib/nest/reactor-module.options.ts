@@ -26,6 +26,8 @@ export const REACTOR_MODULE_DEFAULTS = Object.freeze({
   shards: 16,
   shutdownGraceMs: 10_000,
   connectTimeoutMs: 10_000,
+  unknownReactorRetries: ENGINE_DEFAULTS.unknownReactorDeferrals,
+  unknownReactorDelayMs: ENGINE_DEFAULTS.unknownReactorDelayMs,
 });
 
 const KNOWN_OPTIONS: ReadonlyArray<keyof ReactorModuleOptions> = [
@@ -46,6 +48,8 @@ const KNOWN_OPTIONS: ReadonlyArray<keyof ReactorModuleOptions> = [
   'shards',
   'shutdownGraceMs',
   'connectTimeoutMs',
+  'unknownReactorRetries',
+  'unknownReactorDelayMs',
 ];
 
 /**
@@ -84,6 +88,8 @@ export function resolveReactorModuleOptions(raw: ReactorModuleOptions | undefine
     shards: integerInRange('shards', options.shards, d.shards, 1, 16384),
     shutdownGraceMs: integer('shutdownGraceMs', options.shutdownGraceMs, d.shutdownGraceMs, 0),
     connectTimeoutMs: integer('connectTimeoutMs', options.connectTimeoutMs, d.connectTimeoutMs, 1),
+    unknownReactorRetries: integer('unknownReactorRetries', options.unknownReactorRetries, d.unknownReactorRetries, 0),
+    unknownReactorDelayMs: integer('unknownReactorDelayMs', options.unknownReactorDelayMs, d.unknownReactorDelayMs, 0),
   });
 }
 

@@ -146,6 +146,8 @@ describe('ReactorModule options', () => {
       shards: 16,
       shutdownGraceMs: 10_000,
       connectTimeoutMs: 10_000,
+      unknownReactorRetries: 30,
+      unknownReactorDelayMs: 20_000,
     });
     expect(resolveReactorModuleOptions({ sweeper: { enabled: false } }).sweeper).toEqual({
       enabled: false,

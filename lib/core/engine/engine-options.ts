@@ -53,6 +53,13 @@ export interface ReactorEngineOptions {
   /** Coalesce mid-run checkpoints closer than this. @default 0 (every step) */
   checkpointMinIntervalMs?: number;
   /**
+   * A job for a reactor this process does not know (a rolling deploy) goes back to the queue this
+   * many times, `unknownReactorDelayMs` apart, before the run is parked. @default 30
+   */
+  unknownReactorRetries?: number;
+  /** @default 20000 */
+  unknownReactorDelayMs?: number;
+  /**
    * The storage's size limit of a run record (its `maxContextBytes`). With it, a step whose
    * arguments would not fit in its undo entry fails before it runs. @default no check
    */

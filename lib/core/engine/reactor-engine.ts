@@ -76,6 +76,10 @@ export class ReactorEngine {
       executions,
       this.waiters,
       logger,
+      {
+        retries: options.unknownReactorRetries ?? ENGINE_DEFAULTS.unknownReactorDeferrals,
+        delayMs: options.unknownReactorDelayMs ?? ENGINE_DEFAULTS.unknownReactorDelayMs,
+      },
     );
     this.mapJobs = new MapJobs(parts, this.registry, dispatch, leases, executions);
     this.control = new RunControl(parts, this.registry, leases, executions, this.waiters);

@@ -28,6 +28,10 @@ export class RunJobs {
     private readonly executions: Executions,
     private readonly waiters: Waiters,
     private readonly logger: EngineLogger,
+    private readonly unknownReactor: { retries: number; delayMs: number } = {
+      retries: ENGINE_DEFAULTS.unknownReactorDeferrals,
+      delayMs: ENGINE_DEFAULTS.unknownReactorDelayMs,
+    },
   ) {}
 
   /**
@@ -89,7 +93,7 @@ export class RunJobs {
    */
   private async deferUnknown(job: ResumeJob, reactorName: string): Promise<void> {
     const deferrals = job.deferrals ?? 0;
-    if (deferrals >= ENGINE_DEFAULTS.unknownReactorDeferrals) {
+    if (deferrals >= this.unknownReactor.retries) {
       this.logger.error(
         `Run '${job.runId}' of reactor '${reactorName}' is parked: no worker that took its job knows the reactor ` +
           `(${deferrals} tries). Deploy a worker that registers it; the sweeper offers the run again.`,
@@ -101,7 +105,7 @@ export class RunJobs {
     );
     await this.dispatch.one(
       { kind: 'resume', runId: job.runId, reactorName, deferrals: deferrals + 1 },
-      ENGINE_DEFAULTS.unknownReactorDelayMs,
+      this.unknownReactor.delayMs,
     );
   }
 
