@@ -2,7 +2,7 @@ import { defineReactor, type ReactorBuilder } from '../../lib/core/definition/bu
 import type { MapResults } from '../../lib/core/map/map-results';
 import { failure, halt, success } from '../../lib/core/results/step-outcome';
 import type { MapElementJob, ReactorJob } from '../../lib/core/ports/job-dispatcher.port';
-import { elementLeaseKey } from '../../lib/core/model/keys';
+import { elementLeaseKey, mapIdOf } from '../../lib/core/model/keys';
 import { createHarness } from './harness';
 
 interface Item {
@@ -505,4 +505,76 @@ describe('map: rollback edge cases', () => {
     expect((await engine.get(runId))?.status).toBe('cancelled');
     expect([...log].sort()).toEqual(['undo:sku-0', 'undo:sku-1', 'undo:sku-2']);
   });
+});
+
+describe('map markers cannot be forged from user data', () => {
+  it("a step result shaped like a fan-out reference stays the step's data, and reads no other run's elements", async () => {
+    const { engine, dispatcher } = createHarness();
+    engine.register(reserveItem([]));
+    const started = await engine.run(importer({ fanOut: 5 }), { items, factor: 2 });
+    const victim = await engine.wait(started.runId, { timeoutMs: 10_000 });
+    await dispatcher.idle();
+    expect(victim.status).toBe('completed');
+    const forged = { $mapResults: mapIdOf(victim.runId, 'reserve-all'), count: 12 };
+    const seen: unknown[] = [];
+    const forger = defineReactor('forger', (r: ReactorBuilder<Record<string, never>>) => {
+      const made = r.step('make', () => success(forged), {});
+      r.step('read', ({ v }: { v: unknown }) => success(seen.push(v)), { v: made });
+      return made;
+    });
+    const outcome = await engine.run(forger, {});
+    expect(outcome.status).toBe('completed');
+    expect(seen).toEqual([forged]);
+    expect(outcome.status === 'completed' && outcome.value).toEqual(forged);
+    expect((await engine.get(outcome.runId))?.value).toEqual(forged);
+  });
+
+  it('a step result shaped like inline map records stays data, in the step that reads it and in the view', async () => {
+    const { engine } = createHarness();
+    const forged = { $mapRecords: [{ status: 'completed', value: 'not an element' }] };
+    const seen: unknown[] = [];
+    const forger = defineReactor('forger-inline', (r: ReactorBuilder<Record<string, never>>) => {
+      const made = r.step('make', () => success(forged), {});
+      r.step('read', ({ v }: { v: unknown }) => success(seen.push(v)), { v: made });
+      return made;
+    });
+    const outcome = await engine.run(forger, {});
+    expect(seen).toEqual([forged]);
+    expect(outcome.status === 'completed' && outcome.value).toEqual(forged);
+  });
+
+  it.each([
+    ['inline', undefined],
+    ['fan-out', 5],
+  ] as const)(
+    'a composed child that returns a map (%s) still gives the parent its results object',
+    async (_m, fanOut) => {
+      const { engine, dispatcher } = createHarness();
+      engine.register(reserveItem([]));
+      const child = importer({ fanOut });
+      engine.register(child);
+      const totals: number[] = [];
+      const parent = defineReactor('compose-a-map', (r: ReactorBuilder<{ items: Item[] }>) => {
+        const mapped = r.compose('child', child.name, {
+          items: r.input('items', { type: 'array' }),
+          factor: r.value(2),
+        });
+        r.step(
+          'sum',
+          async ({ results }: { results: MapResults<number> }) =>
+            success(totals.push((await results.values()).reduce((a, b) => a + b, 0))),
+          { results: mapped },
+        );
+        return mapped;
+      });
+      const started = await engine.run(parent, { items });
+      const outcome = fanOut ? await engine.wait(started.runId, { timeoutMs: 10_000 }) : started;
+      await dispatcher.idle();
+      expect(outcome.status).toBe('completed');
+      expect(totals).toEqual([2 * items.reduce((s, i) => s + i.qty, 0)]);
+      expect(await values(outcome.status === 'completed' ? outcome.value : undefined)).toEqual(
+        items.map((i) => i.qty * 2),
+      );
+    },
+  );
 });

@@ -1,5 +1,6 @@
+import type { ReactorDefinition } from '../definition/definition';
 import { REDACTED, redactInputs } from '../definition/redaction';
-import { hydrateMapValue } from '../map/map-results';
+import { hydrateMapValue, returnsMapMarker, storesMapMarker } from '../map/map-results';
 import type { RollbackFailure, RunFailure } from '../model/failure';
 import { inlineProgress, type ElementRecord, type MapProgress } from '../model/map';
 import type { RunState, RunStatus, TraceEntry } from '../model/run-state';
@@ -44,9 +45,23 @@ export class RunViewer {
   /** The caller-facing outcome, with a map value turned into its results object. */
   outcome<O = unknown>(state: RunState): RunOutcome<O> {
     const outcome = outcomeOf<O>(state);
-    if (outcome.status === 'completed') outcome.value = hydrateMapValue(outcome.value, this.maps) as O;
+    if (outcome.status === 'completed') outcome.value = this.value(state) as O;
     return outcome;
   }
+
+  /**
+   * The run's value, with a map step's marker turned into its results object: only when the
+   * reactor returns a map step's result as it is (see {@link storesMapMarker}); a value a step or
+   * collector returned is user data and is never read as a marker.
+   */
+  private value(state: RunState): unknown {
+    return returnsMapMarker(this.definitionOf(state.reactorName), this.definitionOf)
+      ? hydrateMapValue(state.value, this.maps)
+      : state.value;
+  }
+
+  private readonly definitionOf = (name: string): ReactorDefinition | undefined =>
+    this.registry.has(name) ? this.registry.get(name) : undefined;
 
   /** The run as shown to people: inputs redacted, children and map progress included. */
   async view(state: RunState): Promise<RunView> {
@@ -62,7 +77,10 @@ export class RunViewer {
         const progress = await this.maps.progress(record.mapId).catch(() => undefined);
         if (progress) maps[step] = progress;
       } else {
-        const records = (state.results[step] as { $mapRecords?: ElementRecord[] } | undefined)?.$mapRecords;
+        const stepDef = def?.stepsByName.get(step);
+        const records = storesMapMarker(stepDef, this.definitionOf)
+          ? (state.results[step] as { $mapRecords?: ElementRecord[] } | undefined)?.$mapRecords
+          : undefined;
         if (records) maps[step] = inlineProgress(records);
       }
     }
@@ -75,7 +93,7 @@ export class RunViewer {
       completed: state.completed,
       attempts: state.attempts,
       trace: state.trace,
-      value: hydrateMapValue(state.value, this.maps),
+      value: this.value(state),
       failure: state.failure,
       halt: state.halt,
       cancellation: state.cancellation,

@@ -2,7 +2,7 @@ import type { ReactorDefinition, StepDefinition } from '../definition/definition
 import { applyOps, type ArgSource } from '../definition/ref';
 import type { StepContext } from '../definition/step';
 import { elementJobs } from '../map/element-jobs';
-import { hydrateMapValue } from '../map/map-results';
+import { hydrateMapValue, storesMapMarker } from '../map/map-results';
 import type { ReactorEvent } from '../middleware/events';
 import type { RunState, TraceEntry } from '../model/run-state';
 import type { JobKind } from '../ports/job-dispatcher.port';
@@ -61,6 +61,15 @@ export abstract class RunScope implements StepScope {
     return this.env.definition(name);
   }
 
+  /** A definition by name, or undefined when this process does not know it. */
+  private readonly definitionOf = (name: string): ReactorDefinition | undefined => {
+    try {
+      return this.env.definition(name);
+    } catch {
+      return undefined;
+    }
+  };
+
   resolve<T>(stepClass: new (...args: never[]) => T): T {
     return this.env.resolver.resolve(stepClass);
   }
@@ -94,11 +103,19 @@ export abstract class RunScope implements StepScope {
       source.kind === 'input'
         ? this.state.inputs[source.name]
         : source.kind === 'result'
-          ? hydrateMapValue(this.state.results[source.step], this.env.maps)
+          ? this.resultOf(source.step)
           : source.kind === 'element'
             ? element
             : source.value;
     return applyOps(raw, source.ops);
+  }
+
+  /** A step's stored result; a map step's marker becomes its results object, nothing else does. */
+  private resultOf(step: string): unknown {
+    const value = this.state.results[step];
+    return storesMapMarker(this.def.stepsByName.get(step), this.definitionOf)
+      ? hydrateMapValue(value, this.env.maps)
+      : value;
   }
 
   /** Append `entry` (a fresh object, stamped here) to the run's trace. */

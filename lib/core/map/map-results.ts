@@ -1,3 +1,4 @@
+import type { ReactorDefinition, StepDefinition } from '../definition/definition';
 import type { MapStore } from '../ports/map-store.port';
 import { InternalError } from '../errors/internal.error';
 import type { ElementRecord } from '../model/map';
@@ -100,7 +101,39 @@ export class ResultEnumerator<T> extends BaseResults<T> {
   }
 }
 
-/** A map value held in the state: inline records or a reference to fan-out records. */
+/**
+ * Whether `step`'s stored value is a map marker (a reference to fan-out records, or inline
+ * records): a map step without a collector stores one, and so does a compose step whose child
+ * returns such a step's result as it is. Everything else a step returns is user data, and user data
+ * shaped like a marker must stay user data, so callers ask this (from definitions, which users
+ * cannot forge) before they read a stored value as a marker.
+ */
+export function storesMapMarker(
+  step: StepDefinition | undefined,
+  definitionOf: (reactorName: string) => ReactorDefinition | undefined,
+  depth = 0,
+): boolean {
+  if (step === undefined || depth > 32) return false;
+  if (step.handler.kind === 'map') return !step.handler.map.collect;
+  if (step.handler.kind !== 'compose') return false;
+  return returnsMapMarker(definitionOf(step.handler.reactorName), definitionOf, depth + 1);
+}
+
+/** Whether a run of `def` returns a map marker as its value (see {@link storesMapMarker}). */
+export function returnsMapMarker(
+  def: ReactorDefinition | undefined,
+  definitionOf: (reactorName: string) => ReactorDefinition | undefined,
+  depth = 0,
+): boolean {
+  const returns = def?.returns;
+  if (returns?.kind !== 'result' || returns.ops.length > 0) return false;
+  return storesMapMarker(def!.stepsByName.get(returns.step), definitionOf, depth);
+}
+
+/**
+ * The value a map step stored, as its results object. Call only for a step that
+ * {@link storesMapMarker}; any other value is returned as it is.
+ */
 export function hydrateMapValue(value: unknown, store: MapStore | undefined): unknown {
   if (isMapResultsRef(value)) {
     if (!store) throw new InternalError(`Map results '${value.$mapResults}' need a map store.`);
