@@ -555,7 +555,7 @@ describe('map markers cannot be forged from user data', () => {
       engine.register(child);
       const totals: number[] = [];
       const parent = defineReactor('compose-a-map', (r: ReactorBuilder<{ items: Item[] }>) => {
-        const mapped = r.compose('child', child.name, {
+        const mapped = r.compose<{ items: Item[]; factor: number }, MapResults<number>>('child', child.name, {
           items: r.input('items', { type: 'array' }),
           factor: r.value(2),
         });

@@ -86,6 +86,53 @@ describe('validation: reactor inputs', () => {
     });
   });
 
+  it('an input with a default gets it for null as well as for a missing key; null stays null without a default', async () => {
+    const { engine } = createHarness();
+    const def = defineReactor('null-default', (r: ReactorBuilder<{ limit?: number | null; note?: string | null }>) => {
+      const limit = r.input('limit', { type: 'number', default: 10 });
+      const note = r.input('note', { type: 'string', optional: true });
+      return r.step('echo', (a: { limit?: number | null; note?: string | null }) => success(a), { limit, note });
+    });
+    const outcome = await engine.run(def, { limit: null, note: null });
+    expect(outcome.status === 'completed' && outcome.value).toEqual({ limit: 10, note: null });
+    expect((await engine.get(outcome.runId))?.inputs).toEqual({ limit: 10, note: null });
+  });
+
+  it('a __proto__ key in the input (as JSON.parse makes one) is dropped at any depth and cannot pass as an input', async () => {
+    const { engine } = createHarness();
+    const seen: unknown[] = [];
+    const def = defineReactor(
+      'proto',
+      (r: ReactorBuilder<{ note?: string; payload: Record<string, unknown>; lines: unknown[] }>) => {
+        const note = r.input('note', { type: 'string', optional: true });
+        const payload = r.input('payload', { type: 'object' });
+        const lines = r.input('lines', { type: 'array' });
+        return r.step(
+          'echo',
+          (a: { note?: string; payload: Record<string, unknown>; lines: unknown[] }) => {
+            seen.push(
+              a.note,
+              a.payload.admin,
+              (a.lines[0] as Record<string, unknown> | undefined)?.admin,
+              Object.getPrototypeOf(a.payload) === Object.prototype,
+            );
+            return success('ok');
+          },
+          { note, payload, lines },
+        );
+      },
+    );
+    const raw = JSON.parse(
+      '{"__proto__": {"note": {"not": "a string"}}, "payload": {"id": 1, "__proto__": {"admin": true}}, "lines": [{"__proto__": {"admin": true}}]}',
+    );
+    const outcome = await engine.run(def, raw);
+    expect(outcome.status).toBe('completed');
+    expect(seen).toEqual([undefined, undefined, undefined, true]);
+    const stored = (await engine.get(outcome.runId))?.inputs as Record<string, unknown>;
+    expect(Object.keys(stored).sort()).toEqual(['lines', 'payload']);
+    expect(stored.payload).toEqual({ id: 1 });
+  });
+
   it('never shows redacted inputs in failures, traces, events or get()', async () => {
     const { engine, recorder } = createHarness();
     const secret = 'tok_live_SECRET';

@@ -26,8 +26,10 @@ function flatten(errors: ValidationError[], prefix: string, out: FieldErrors): v
 
 /**
  * Validate reactor inputs against their declarations. Presence means the key exists: `false`,
- * `0` and `''` are values; `null` fails a required input. Absent optional inputs get their default
- * and are not validated. Returns the inputs to store and every field error.
+ * `0` and `''` are values; `null` fails a required input. An input with a default gets it when the
+ * key is absent or `null` (as the reference does), and the default is not validated. `__proto__`
+ * keys are dropped, at any depth, so no input can change an object's prototype (and so read as an
+ * input it did not give). Returns the inputs to store and every field error.
  */
 export async function validateReactorInputs(
   defs: readonly InputDefinition[],
@@ -38,12 +40,13 @@ export async function validateReactorInputs(
   if (raw !== undefined && (raw === null || typeof raw !== 'object' || Array.isArray(raw))) {
     return { inputs, errors: { '(inputs)': ['must be an object of named inputs'] } };
   }
-  const given = (raw ?? {}) as Record<string, unknown>;
+  const given = withoutProtoKeys(raw ?? {}) as Record<string, unknown>;
   for (const key of Object.keys(given)) {
     if (!defs.some((d) => d.name === key)) inputs[key] = given[key];
   }
   for (const def of defs) {
-    const present = Object.prototype.hasOwnProperty.call(given, def.name) && given[def.name] !== undefined;
+    const own = Object.prototype.hasOwnProperty.call(given, def.name) ? given[def.name] : undefined;
+    const present = own !== undefined && !(own === null && def.hasDefault);
     if (!present) {
       if (def.hasDefault) inputs[def.name] = structuredClone(def.default);
       else if (!def.optional) errors[def.name] = ['is missing'];
@@ -63,6 +66,33 @@ export async function validateReactorInputs(
     if (def.dto) Object.assign(errors, await validateDto(def.dto, value, def.name));
   }
   return { inputs, errors };
+}
+
+const PROTO = '__proto__';
+
+/** Whether `value` holds an own `__proto__` key at any depth (what `JSON.parse` makes of one). */
+function hasProtoKey(value: unknown, depth = 0): boolean {
+  if (value === null || typeof value !== 'object' || depth > 256) return false;
+  if (Array.isArray(value)) return value.some((v) => hasProtoKey(v, depth + 1));
+  if (Object.prototype.hasOwnProperty.call(value, PROTO)) return true;
+  for (const key of Object.keys(value)) {
+    if (hasProtoKey((value as Record<string, unknown>)[key], depth + 1)) return true;
+  }
+  return false;
+}
+
+/**
+ * `value` without own `__proto__` keys, at any depth. Copies only when there is one to drop (the
+ * common case is a scan, not a copy); other values, class instances included, are kept as they are.
+ */
+export function withoutProtoKeys(value: unknown, depth = 0): unknown {
+  if (!hasProtoKey(value, depth)) return value;
+  if (Array.isArray(value)) return value.map((v) => withoutProtoKeys(v, depth + 1));
+  const out: Record<string, unknown> = {};
+  for (const key of Object.keys(value as object)) {
+    if (key !== PROTO) out[key] = withoutProtoKeys((value as Record<string, unknown>)[key], depth + 1);
+  }
+  return out;
 }
 
 function checkType(def: InputDefinition, value: unknown): string | undefined {
