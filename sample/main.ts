@@ -115,6 +115,7 @@ const TRACE_LABELS: Record<TraceEntry['type'], string> = {
   fail: 'FAILED',
   compensate: 'COMPENSATE',
   undo: 'UNDO',
+  undoAll: 'UNDO ALL',
   skip: 'skipped',
   halt: 'halted',
   handoff: 'handoff',

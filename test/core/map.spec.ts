@@ -578,3 +578,57 @@ describe('map markers cannot be forged from user data', () => {
     },
   );
 });
+
+describe.each([
+  ['inline', undefined],
+  ['fan-out', 2],
+] as const)('map undoAll (%s)', (_mode, fanOut) => {
+  const three = items.slice(0, 3);
+  function bulk(released: number[][], failLater: boolean) {
+    return defineReactor(`bulk-${fanOut ?? 'inline'}`, (r: ReactorBuilder<{ items: Item[] }>) => {
+      const mapped = r.map('reserve-all', {
+        source: r.input('items', { type: 'array' }),
+        element: 'reserve-item',
+        inputs: (item) => ({ sku: item.path('sku'), qty: item.path('qty'), factor: r.value(1) }),
+        fanOut: fanOut ? { batchSize: fanOut } : undefined,
+        undoAll: async (completed: AsyncIterable<{ index: number; value: number }>) => {
+          const got: number[] = [];
+          for await (const c of completed) got.push(c.value);
+          released.push(got);
+        },
+      });
+      if (failLater) r.step('after', () => failure('later step broke'), {}, { waitFor: [mapped] });
+      return mapped;
+    });
+  }
+
+  it('is called once with the completed results, and the trace says undoAll with their count', async () => {
+    const { engine, dispatcher } = createHarness();
+    engine.register(reserveItem([]));
+    const released: number[][] = [];
+    const started = await engine.run(bulk(released, true), { items: three });
+    const outcome = fanOut ? await engine.wait(started.runId, { timeoutMs: 10_000 }) : started;
+    await dispatcher.idle();
+    expect(outcome.status).toBe('failed');
+    expect(released).toEqual([[1, 2, 3]]);
+    const trace = (await engine.get(outcome.runId))!.trace.filter((t) => t.type === 'undoAll');
+    expect(trace).toEqual([expect.objectContaining({ type: 'undoAll', step: 'reserve-all', count: 3, ok: true })]);
+  });
+
+  it('is not called when no element completed', async () => {
+    const { engine, dispatcher } = createHarness();
+    engine.register(
+      reserveItem(
+        [],
+        three.map((i) => i.sku),
+      ),
+    );
+    const released: number[][] = [];
+    const started = await engine.run(bulk(released, false), { items: three });
+    const outcome = fanOut ? await engine.wait(started.runId, { timeoutMs: 10_000 }) : started;
+    await dispatcher.idle();
+    expect(outcome.status).toBe('failed');
+    expect(released).toEqual([]);
+    expect((await engine.get(outcome.runId))!.trace.filter((t) => t.type === 'undoAll')).toEqual([]);
+  });
+});

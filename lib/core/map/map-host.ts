@@ -2,7 +2,7 @@ import type { MapSpec, ReactorDefinition, StepDefinition } from '../definition/d
 import type { ArgSource } from '../definition/ref';
 import type { StepContext } from '../definition/step';
 import type { RollbackFailure } from '../model/failure';
-import type { RunState } from '../model/run-state';
+import type { RunState, TraceEntry } from '../model/run-state';
 import type { JobKind } from '../ports/job-dispatcher.port';
 import type { MapStore } from '../ports/map-store.port';
 import type { RunOutcome } from '../results/run-outcome';
@@ -38,6 +38,8 @@ export interface MapHost {
   /** An execution of an element in this process; `'none'`: it saves nowhere (inline elements are not checkpointed). */
   child(def: ReactorDefinition, state: RunState, saving: 'none'): NestedExecution;
   save(): Promise<void>;
+  /** Append an entry to the run's trace. */
+  trace(entry: Omit<TraceEntry, 'at'>): void;
   /** Enqueue the jobs of `indices` for the owner run, `perJob` elements to a `map-element` job. */
   dispatchMapJobs(
     mapId: string,

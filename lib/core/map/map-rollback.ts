@@ -18,34 +18,16 @@ export async function rollbackMap(host: MapHost, step: MapStep): Promise<Rollbac
     failures.map((f) => ({ ...f, mapStep: step.name, elementIndex: index }));
 
   if (spec.undoAll) {
+    // As the reference: not called when no element completed; the trace says how many it received.
+    const count =
+      record.mode === 'inline'
+        ? Object.keys(record.values ?? {}).length
+        : (await host.maps!.progress(record.mapId)).succeeded;
+    if (count === 0) return [];
     const completed = record.mode === 'inline' ? inlineValues(record) : fanOutValues(host.maps!, record);
-    try {
-      const result = await spec.undoAll(completed);
-      if (result instanceof Failure) {
-        return [
-          {
-            step: step.name,
-            kind: 'undoAll',
-            reason: 'returnedFailure',
-            message: String((result.error as Error)?.message ?? result.error),
-            reactorName: host.def.name,
-            mapStep: step.name,
-          },
-        ];
-      }
-      return [];
-    } catch (error) {
-      return [
-        {
-          step: step.name,
-          kind: 'undoAll',
-          reason: 'raised',
-          message: (error as Error)?.message ?? String(error),
-          reactorName: host.def.name,
-          mapStep: step.name,
-        },
-      ];
-    }
+    const failures = await callUndoAll(host, step, completed);
+    host.trace({ type: 'undoAll', step: step.name, count, ok: failures.length === 0 });
+    return failures;
   }
 
   if (record.mode === 'inline') {
@@ -87,5 +69,40 @@ async function* inlineValues(record: MapRecord): AsyncIterable<{ index: number; 
 async function* fanOutValues(maps: MapStore, record: MapRecord): AsyncIterable<{ index: number; value: unknown }> {
   for await (const o of new ResultEnumerator(maps, record.mapId, record.total ?? 0)) {
     if (o.status === 'completed') yield { index: o.index, value: o.value };
+  }
+}
+
+/** Call a map's `undoAll` with the completed results; a raise or a returned Failure is one rollback failure. */
+async function callUndoAll(
+  host: MapHost,
+  step: MapStep,
+  completed: AsyncIterable<{ index: number; value: unknown }>,
+): Promise<RollbackFailure[]> {
+  try {
+    const result = await step.handler.map.undoAll!(completed);
+    if (result instanceof Failure) {
+      return [
+        {
+          step: step.name,
+          kind: 'undoAll',
+          reason: 'returnedFailure',
+          message: String((result.error as Error)?.message ?? result.error),
+          reactorName: host.def.name,
+          mapStep: step.name,
+        },
+      ];
+    }
+    return [];
+  } catch (error) {
+    return [
+      {
+        step: step.name,
+        kind: 'undoAll',
+        reason: 'raised',
+        message: (error as Error)?.message ?? String(error),
+        reactorName: host.def.name,
+        mapStep: step.name,
+      },
+    ];
   }
 }

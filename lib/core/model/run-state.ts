@@ -16,7 +16,7 @@ export function isTerminal(status: RunStatus): boolean {
 
 /** One entry of a run's execution trace. Arguments are redacted. */
 export interface TraceEntry {
-  type: 'run' | 'retry' | 'compensate' | 'undo' | 'skip' | 'halt' | 'complete' | 'fail' | 'handoff';
+  type: 'run' | 'retry' | 'compensate' | 'undo' | 'undoAll' | 'skip' | 'halt' | 'complete' | 'fail' | 'handoff';
   step: string;
   /** Milliseconds since the epoch, from the engine's Clock. */
   at: number;
@@ -27,8 +27,10 @@ export interface TraceEntry {
   detail?: string;
   /** For `retry`: the backoff delay. */
   delayMs?: number;
-  /** For `compensate`/`undo`: whether it succeeded. */
+  /** For `compensate`/`undo`/`undoAll`: whether it succeeded. */
   ok?: boolean;
+  /** For `undoAll`: how many completed elements' results it received. */
+  count?: number;
 }
 
 /** A completed step that a rollback must undo. Arguments are stored raw (they are not shown). */
