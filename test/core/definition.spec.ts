@@ -101,6 +101,21 @@ describe('definition: validation at definition time', () => {
     ).toBe("Reactor 'r3': background hand-off names unknown step 'zz'. Declared steps: a.");
   });
 
+  it('refuses retries on compose at definition time, in plain JavaScript too, as the reference does', () => {
+    const child = defineReactor('child', (r: ReactorBuilder<object>) => void r.step('a', noop, {}));
+    const withOptions = (options: unknown) => () =>
+      defineReactor('parent', (r: ReactorBuilder<object>) => void r.compose('pay', child, {}, options as never));
+    const retries = fails(withOptions({ retries: { maxAttempts: 3 } }));
+    expect(retries).toBeInstanceOf(DefinitionError);
+    expect(retries.message).toBe(
+      "Reactor 'parent': compose step 'pay': 'retries' is not allowed on compose. Declare retries on the child reactor's steps; each retries itself.",
+    );
+    expect(fails(withOptions({ async: true })).message).toBe(
+      "Reactor 'parent': compose step 'pay': unknown option 'async'. A compose step takes only 'waitFor'.",
+    );
+    expect(() => withOptions({ waitFor: [] })()).not.toThrow();
+  });
+
   it('gives the same definition the same hash, and a changed shape a new one', () => {
     const build = (extra: boolean) =>
       defineReactor('h', (r: ReactorBuilder<object>) => {

@@ -169,6 +169,7 @@ export class ReactorBuilder<I> {
     options: ComposeOptions = {},
   ): Ref<CO> {
     this.checkNewStepName(name);
+    this.checkComposeOptions(name, options);
     const reactorName =
       typeof child === 'string' ? child : typeof child === 'function' ? getReactorMetadata(child)?.name : child.name;
     if (!reactorName) {
@@ -328,6 +329,27 @@ export class ReactorBuilder<I> {
     if (/[:/#{}]/.test(name)) this.fail(`step name '${name}' must not contain ':', '/', '#', '{' or '}'`, name);
     if (this.pending.some((p) => p.name === name))
       this.fail(`step '${name}' is declared twice; step names must be unique`, name);
+  }
+
+  /**
+   * Refuse options a compose step does not take, at definition time and in plain JavaScript too
+   * (TypeScript's excess-property check is not the only guard). `retries` is the reference's
+   * newest rule: a child's steps retry themselves; retrying the whole child is gone.
+   */
+  private checkComposeOptions(name: string, options: unknown): void {
+    if (options === undefined) return;
+    if (typeof options !== 'object' || options === null)
+      this.fail(`compose step '${name}': options must be an object`, name);
+    for (const key of Object.keys(options)) {
+      if (key === 'waitFor') continue;
+      if (key === 'retries') {
+        this.fail(
+          `compose step '${name}': 'retries' is not allowed on compose. Declare retries on the child reactor's steps; each retries itself`,
+          name,
+        );
+      }
+      this.fail(`compose step '${name}': unknown option '${key}'. A compose step takes only 'waitFor'`, name);
+    }
   }
 
   private fail(message: string, step?: string): never {
