@@ -90,11 +90,18 @@ describe('compose', () => {
       'undo:authorize',
       'undo:reserve',
     ]);
+    // As the reference: the failure names this reactor's compose step, with the child's step as its cause.
     expect(outcome.status === 'failed' && outcome.failure).toMatchObject({
-      reactorName: 'payment',
-      stepName: 'capture',
+      reactorName: 'checkout',
+      stepName: 'pay',
       exceptionClass: 'RangeError',
+      stepArguments: { amount: 12 },
+      inputs: { total: 12 },
+      cause: { reactorName: 'payment', stepName: 'capture', exceptionClass: 'RangeError', code: 'STEP_FAILED' },
     });
+    if (outcome.status !== 'failed') return;
+    expect(outcome.failure.message).toMatch(/^Reactor 'checkout' step 'pay': Reactor 'payment' step 'capture' failed/);
+    expect(outcome.failure.cause?.elementIndex).toBeUndefined();
   });
 
   it('a later parent failure undoes the child by replaying its undos', async () => {
@@ -212,5 +219,46 @@ describe('middleware events', () => {
     const outcome = await engine.run(def, {});
     expect(outcome.status).toBe('completed');
     expect(errors[0]).toMatch(/middleware .* failed during reactor.start: observer bug/);
+  });
+});
+
+describe('compose: failures and redaction across levels', () => {
+  it('a failure two levels down names each level once, through a chain of causes, and redacted inputs stay redacted', async () => {
+    const { engine } = createHarness();
+    const secret = 'tok_live_SECRET';
+    const leaf = defineReactor('leaf', (r: ReactorBuilder<{ card: string }>) =>
+      r.step(
+        'charge',
+        () => {
+          throw new TypeError('card declined');
+        },
+        { card: r.input('card', { type: 'string' }) },
+      ),
+    );
+    const middle = defineReactor('middle', (r: ReactorBuilder<{ card: string }>) =>
+      r.compose('pay', leaf, { card: r.input('card', { type: 'string' }) }),
+    );
+    const top = defineReactor('top', (r: ReactorBuilder<{ card: string }>) =>
+      r.compose('checkout', middle, { card: r.input('card', { type: 'string', redact: true }) }),
+    );
+    engine.register(leaf);
+    engine.register(middle);
+    const outcome = await engine.run(top, { card: secret });
+    expect(outcome.status).toBe('failed');
+    if (outcome.status !== 'failed') return;
+    expect(outcome.failure).toMatchObject({
+      reactorName: 'top',
+      stepName: 'checkout',
+      exceptionClass: 'TypeError',
+      errorMessage: 'card declined',
+      inputs: { card: '[REDACTED]' },
+      stepArguments: { card: '[REDACTED]' },
+      cause: {
+        reactorName: 'middle',
+        stepName: 'pay',
+        cause: { reactorName: 'leaf', stepName: 'charge', exceptionClass: 'TypeError' },
+      },
+    });
+    expect(JSON.stringify(outcome.failure)).not.toContain(secret);
   });
 });

@@ -110,6 +110,12 @@ describe.each([
     expect(outcome.status).toBe('failed');
     if (outcome.status !== 'failed') return;
     expect(outcome.failure.errorMessage).toBe('no stock for sku-3');
+    // As the reference: the failure names the map step; the element's step and index are its cause.
+    expect(outcome.failure).toMatchObject({
+      stepName: 'reserve-all',
+      cause: { reactorName: 'reserve-item', stepName: 'reserve', elementIndex: 3, exceptionClass: 'Error' },
+    });
+    expect(outcome.failure.message).toContain("map 'reserve-all' element 3: Reactor 'reserve-item' step 'reserve'");
     const ran = log.filter((l) => l.startsWith('run:')).map((l) => l.slice(4));
     const undone = log.filter((l) => l.startsWith('undo:')).map((l) => l.slice(5));
     // Every element that completed was undone, highest index first; the failed one was not.

@@ -383,7 +383,11 @@ describe('maps on Redis and BullMQ (e2e)', () => {
 
       expect(outcome.status).toBe('failed');
       if (outcome.status !== 'failed') return;
-      expect(outcome.failure).toMatchObject({ stepName: 'work', errorMessage: 'element 4 failed' });
+      expect(outcome.failure).toMatchObject({
+        stepName: 'items',
+        errorMessage: 'element 4 failed',
+        cause: { stepName: 'work', elementIndex: 4 },
+      });
       // Every element that completed was undone, and only those.
       expect(probe.indices(outcome.runId, 'undo').sort((a, b) => a - b)).toEqual(
         probe

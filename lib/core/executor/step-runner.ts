@@ -113,12 +113,11 @@ export async function runStep(scope: RunScope, step: StepDefinition): Promise<St
     if (outcome instanceof Halt) return { kind: 'halt', step, reason: outcome.reason, details: outcome.details };
 
     if (outcome instanceof NestedFailure) {
-      const nested = outcome.failure;
-      scope.trace({ type: 'fail', step: step.name, attempt, detail: nested.errorMessage });
+      scope.trace({ type: 'fail', step: step.name, attempt, detail: outcome.failure.errorMessage });
       return {
         kind: 'failure',
         step,
-        failure: { ...nested, rollbackFailures: [...nested.rollbackFailures] },
+        failure: nestedFailure(scope, step, args, outcome, attempt),
         error: outcome.error,
         args,
         compensate: outcome.compensate,
@@ -168,6 +167,48 @@ function argumentsOverBudget(
 }
 
 /** Record that `step` failed with `error`: its failure (inputs and arguments redacted) and a trace entry. */
+/**
+ * The failure of a compose or map step whose nested work failed, as the reference reports it: this
+ * reactor and this step, this run's inputs and this step's arguments (redacted by this reactor's
+ * rules, so a redacted input stays redacted when it was passed on), and the nested failure as the
+ * {@link RunFailure.cause}. The original error's class, message, field errors and the nested
+ * rollback failures are kept.
+ */
+function nestedFailure(
+  scope: RunScope,
+  step: StepDefinition,
+  args: Record<string, unknown>,
+  outcome: NestedFailure,
+  attempts: number,
+): RunFailure {
+  const nested = outcome.failure;
+  const what =
+    step.handler.kind === 'map' ? `map '${step.name}' element ${outcome.elementIndex}` : `step '${step.name}'`;
+  return runFailure({
+    message: `Reactor '${scope.def.name}' ${what}: ${nested.message}`,
+    code: nested.code,
+    reactorName: scope.def.name,
+    stepName: step.name,
+    exceptionClass: nested.exceptionClass,
+    errorMessage: nested.errorMessage,
+    retryable: false,
+    attempts,
+    inputs: redactInputs(scope.def, scope.state.inputs),
+    stepArguments: redactArgs(step, args),
+    fieldErrors: nested.fieldErrors,
+    rollbackFailures: [...nested.rollbackFailures],
+    cause: {
+      reactorName: nested.reactorName,
+      ...(nested.stepName !== undefined ? { stepName: nested.stepName } : {}),
+      ...(outcome.elementIndex !== undefined ? { elementIndex: outcome.elementIndex } : {}),
+      code: nested.code,
+      message: nested.message,
+      exceptionClass: nested.exceptionClass,
+      ...(nested.cause ? { cause: nested.cause } : {}),
+    },
+  });
+}
+
 export function stepFailed(
   scope: RunScope,
   step: StepDefinition,

@@ -86,7 +86,7 @@ export async function adopt(
   await maps.close(record.mapId);
   if (spec.atomic && progress.failedIndex !== undefined) {
     const [failed] = await maps.records(record.mapId, progress.failedIndex, progress.failedIndex + 1);
-    if (failed?.status === 'failed') return mapFailure(host, step, progress.failedIndex, failed);
+    if (failed?.status === 'failed') return mapFailure(progress.failedIndex, failed);
   }
   if (progress.halted > 0) {
     for await (const o of new ResultEnumerator(maps, record.mapId, meta.total)) {

@@ -82,7 +82,6 @@ export async function runInline(
   const halted = records.find((r) => r?.status === 'halted');
   if (halted && halted.status === 'halted') return new Halt(halted.reason, halted.details);
   const failedAt = spec.atomic ? records.findIndex((r) => r?.status === 'failed') : -1;
-  if (failedAt >= 0)
-    return mapFailure(host, step, failedAt, records[failedAt] as Extract<ElementRecord, { status: 'failed' }>);
+  if (failedAt >= 0) return mapFailure(failedAt, records[failedAt] as Extract<ElementRecord, { status: 'failed' }>);
   return finishResults(spec, new ArrayResults(records), { $mapRecords: records });
 }

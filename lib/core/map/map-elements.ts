@@ -75,15 +75,9 @@ export async function finishResults(
 }
 
 /**
- * A map failed because an element failed: keep the element's failure (its reactor, step, exception
- * class, field errors), say which map and element in the message, and compensate the map.
+ * A map failed because an element failed: the element's failure (its reactor, step, exception
+ * class, field errors) becomes the cause of the map step's failure, and the map is compensated.
  */
-export function mapFailure(
-  host: MapHost,
-  step: StepDefinition,
-  index: number,
-  record: Extract<ElementRecord, { status: 'failed' }>,
-): Failure {
-  const message = `Reactor '${host.def.name}' map '${step.name}' element ${index}: ${record.failure.message}`;
-  return new NestedFailure({ ...record.failure, message }, true);
+export function mapFailure(index: number, record: Extract<ElementRecord, { status: 'failed' }>): Failure {
+  return new NestedFailure(record.failure, true, index);
 }

@@ -50,6 +50,26 @@ export interface RunFailure {
   fieldErrors?: FieldErrors;
   /** Every undo or compensation that did not complete; always an array. */
   rollbackFailures: RollbackFailure[];
+  /**
+   * Where the failure started, when {@link stepName} is a compose or map step whose nested work
+   * failed: the child's (or element's) reactor and step, the element index, and its message.
+   */
+  cause?: FailureCause;
+}
+
+/** Where a failure inside nested work (a composed child, a map element) started. */
+export interface FailureCause {
+  reactorName: string;
+  /** The failing step of that reactor (absent when it failed before any step, e.g. its inputs). */
+  stepName?: string;
+  /** For a map: the element that failed. */
+  elementIndex?: number;
+  code: string;
+  /** The nested failure's message (it names its reactor and step). */
+  message: string;
+  exceptionClass: string;
+  /** Deeper still, when that step was itself a compose or map step. */
+  cause?: FailureCause;
 }
 
 /** What {@link describeError} reads off any thrown value. */
@@ -126,6 +146,7 @@ export function runFailure(init: RunFailureInit): RunFailure {
     fieldErrors: init.fieldErrors,
     rollbackFailures: init.rollbackFailures ?? [],
   };
+  if (init.cause) failure.cause = init.cause;
   for (const key of ['stepName', 'attempts', 'stepArguments', 'fieldErrors'] as const) {
     if (failure[key] === undefined) delete failure[key];
   }

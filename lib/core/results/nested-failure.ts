@@ -12,6 +12,8 @@ export class NestedFailure extends Failure {
   constructor(
     readonly failure: RunFailure,
     readonly compensate: boolean,
+    /** For a map: the index of the element that failed. */
+    readonly elementIndex?: number,
   ) {
     super(new Error(failure.message), { retryable: false });
   }
