@@ -386,7 +386,7 @@ function changed(
 /** What never changes in a run once it is created. */
 type Identity = Pick<
   RunState,
-  'schemaVersion' | 'runId' | 'reactorName' | 'definitionHash' | 'reactorVersion' | 'createdAt'
+  'schemaVersion' | 'runId' | 'reactorName' | 'definitionHash' | 'reactorVersion' | 'redactedInputs' | 'createdAt'
 >;
 
 function identity(state: RunState): Identity {
@@ -396,6 +396,7 @@ function identity(state: RunState): Identity {
     reactorName: state.reactorName,
     definitionHash: state.definitionHash,
     reactorVersion: state.reactorVersion,
+    redactedInputs: state.redactedInputs,
     createdAt: state.createdAt,
   };
 }
@@ -408,6 +409,7 @@ function sameIdentity(stored: Identity | undefined, state: RunState): boolean {
     stored.reactorName === state.reactorName &&
     stored.definitionHash === state.definitionHash &&
     stored.reactorVersion === state.reactorVersion &&
+    stored.redactedInputs === state.redactedInputs &&
     stored.createdAt === state.createdAt
   );
 }

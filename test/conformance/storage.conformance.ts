@@ -39,6 +39,16 @@ export function describeStorageConformance(name: string, factory: AdapterFactory
         await expect(h.storage.load(state.runId)).resolves.toEqual(state);
       });
 
+      it("round-trips the inputs a run was given from a redacted value, its own and its children's", async () => {
+        const state = makeRunState({ redactedInputs: ['card'] });
+        state.children = { pay: makeRunState({ runId: `${state.runId}:pay`, redactedInputs: ['token'] }) };
+        await expect(h.storage.save(state)).resolves.toBe(true);
+        const loaded = await h.storage.load(state.runId);
+        expect(loaded?.redactedInputs).toEqual(['card']);
+        expect(loaded?.children.pay.redactedInputs).toEqual(['token']);
+        expect(loaded).toEqual(state);
+      });
+
       it('shares nothing by reference with the saved or loaded objects', async () => {
         const state = makeRunState();
         const expected = structuredClone(state);

@@ -96,12 +96,12 @@ export class MapJobs {
           code: 'INPUT_VALIDATION',
           reactorName: def.name,
           exceptionClass: 'InputValidationError',
-          inputs: redactInputs(def, inputs),
+          inputs: redactInputs(def, inputs, meta.redactedInputs),
           fieldErrors: errors,
         });
         return { index, record: { status: 'failed', failure }, lease };
       }
-      state = newRunState(def, elementRunId(mapId, index), inputs, this.parts.clock.now());
+      state = newRunState(def, elementRunId(mapId, index), inputs, this.parts.clock.now(), meta.redactedInputs);
       state.status = 'running';
     }
     const due = state.retryAt ? Math.max(...Object.values(state.retryAt)) - this.parts.clock.now() : 0;

@@ -85,7 +85,7 @@ export class RunControl {
         exceptionClass: reason.exceptionClass ?? 'Error',
         errorMessage: reason.message,
         inputs: this.registry.has(state.reactorName)
-          ? redactInputs(this.registry.get(state.reactorName), state.inputs)
+          ? redactInputs(this.registry.get(state.reactorName), state.inputs, state.redactedInputs)
           : {},
       });
       state.finishedAt = state.updatedAt = clock.now();

@@ -127,7 +127,7 @@ export class RunJobs {
       code: error.code,
       reactorName: def.name,
       error,
-      inputs: redactInputs(def, state.inputs),
+      inputs: redactInputs(def, state.inputs, state.redactedInputs),
     });
     state.finishedAt = state.updatedAt = this.clock.now();
     await this.storage.save(state, { lease, leaseTtlMs: this.leaseTtlMs, releaseLease: true });

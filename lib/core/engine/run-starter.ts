@@ -162,7 +162,7 @@ function failInputs(def: ReactorDefinition, state: RunState, fieldErrors: FieldE
     reactorName: def.name,
     exceptionClass: 'InputValidationError',
     errorMessage: error.message,
-    inputs: redactInputs(def, state.inputs),
+    inputs: redactInputs(def, state.inputs, state.redactedInputs),
     fieldErrors,
   });
 }

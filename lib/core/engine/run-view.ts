@@ -67,7 +67,7 @@ export class RunViewer {
   async view(state: RunState): Promise<RunView> {
     const def = this.registry.has(state.reactorName) ? this.registry.get(state.reactorName) : undefined;
     const inputs = def
-      ? redactInputs(def, state.inputs)
+      ? redactInputs(def, state.inputs, state.redactedInputs)
       : Object.fromEntries(Object.keys(state.inputs).map((k) => [k, REDACTED]));
     const children: Record<string, RunView> = {};
     for (const [k, child] of Object.entries(state.children)) children[k] = await this.view(child);

@@ -30,6 +30,7 @@
  * Every state change is saved through the storage port (fenced by the run's lease when there is
  * one) before anything that depends on it is enqueued.
  */
+import { redactInputs } from '../definition/redaction';
 import type { ReactorDefinition, StepDefinition } from '../definition/definition';
 import { InternalError } from '../errors/internal.error';
 import { ContextTooLargeError, LeaseLostError } from '../errors/run-state.error';
@@ -140,7 +141,13 @@ export class RunExecution extends RunScope implements NestedExecution {
 
   private async executeSteps(resumed: boolean): Promise<RunOutcome> {
     const { state } = this;
-    await this.emit({ type: 'reactor.start', resumed });
+    if (!this.env.middleware.empty) {
+      await this.emit({
+        type: 'reactor.start',
+        resumed,
+        inputs: redactInputs(this.def, state.inputs, state.redactedInputs),
+      });
+    }
     delete state.handoff;
     if (state.status === 'rolling_back' && state.rollback) {
       await finishRollback(this);

@@ -51,7 +51,7 @@ export async function runStep(scope: RunScope, step: StepDefinition): Promise<St
     );
     return stepFailed(scope, step, wrapped, {}, { compensate: false, exceptionClass: cause.exceptionClass });
   }
-  const shownArgs = redactArgs(step, args);
+  const shownArgs = redactArgs(step, args, state.redactedInputs);
   await scope.emitStep(step, {
     type: 'step.start',
     attempt: (state.attempts[step.name] ?? 0) + 1,
@@ -193,8 +193,8 @@ function nestedFailure(
     errorMessage: nested.errorMessage,
     retryable: false,
     attempts,
-    inputs: redactInputs(scope.def, scope.state.inputs),
-    stepArguments: redactArgs(step, args),
+    inputs: redactInputs(scope.def, scope.state.inputs, scope.state.redactedInputs),
+    stepArguments: redactArgs(step, args, scope.state.redactedInputs),
     fieldErrors: nested.fieldErrors,
     rollbackFailures: [...nested.rollbackFailures],
     cause: {
@@ -232,8 +232,8 @@ export function stepFailed(
     errorMessage: message,
     retryable: options.retryable ?? described.retryable,
     attempts,
-    inputs: redactInputs(def, state.inputs),
-    stepArguments: redactArgs(step, args),
+    inputs: redactInputs(def, state.inputs, state.redactedInputs),
+    stepArguments: redactArgs(step, args, state.redactedInputs),
     fieldErrors: error instanceof InputValidationError ? error.fieldErrors : undefined,
   });
   scope.trace({ type: 'fail', step: step.name, attempt: attempts || undefined, detail: message });

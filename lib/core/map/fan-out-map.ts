@@ -1,4 +1,5 @@
 /** Fan-out maps: element jobs (`elementsPerJob` elements each), a window of `batchSize` elements, adopted by the owner when done. */
+import { redactedElementInputs } from '../definition/redaction';
 import type { MapSpec, StepDefinition } from '../definition/definition';
 import { ArgumentResolutionError } from '../errors/argument-resolution.error';
 import { InternalError } from '../errors/internal.error';
@@ -43,8 +44,10 @@ export async function dispatchFanOut(
     }
   }
   if (chunk.length > 0) await maps.putInputs(mapId, start, chunk.splice(0));
+  const redactedInputs = redactedElementInputs(host.def, spec, host.state.redactedInputs);
   await maps.create({
     mapId,
+    ...(redactedInputs.length > 0 ? { redactedInputs } : {}),
     ownerRunId: host.owner.runId,
     ownerReactor: host.owner.reactorName,
     parentRunId: host.state.runId,

@@ -1,5 +1,6 @@
 /** Inline maps: elements run in this process, `concurrency` at a time, pulling the source lazily. */
 import type { MapSpec, StepDefinition } from '../definition/definition';
+import { redactedElementInputs } from '../definition/redaction';
 import { elementRunId, mapIdOf } from '../model/keys';
 import type { ElementRecord } from '../model/map';
 import type { MapRecord } from '../model/run-state';
@@ -37,7 +38,8 @@ async function runElementInline(
     if (record.status === 'failed') record.failure.fieldErrors = errors;
     return { record };
   }
-  const state = newRunState(elementDef, elementRunId(mapId, index), inputs, host.now());
+  const redacted = redactedElementInputs(host.def, spec, host.state.redactedInputs);
+  const state = newRunState(elementDef, elementRunId(mapId, index), inputs, host.now(), redacted);
   state.status = 'running';
   const execution = host.child(elementDef, state, 'none');
   const outcome = await execution.execute(false);

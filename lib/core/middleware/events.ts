@@ -19,7 +19,12 @@ interface StepEventBase extends EventBase {
  * step's `step.fail`.
  */
 export type ReactorEvent =
-  | (EventBase & { type: 'reactor.start'; resumed: boolean })
+  | (EventBase & {
+      type: 'reactor.start';
+      resumed: boolean;
+      /** The run's inputs, redacted (declared `redact: true`, or given from a redacted value). */
+      inputs: Record<string, unknown>;
+    })
   | (EventBase & { type: 'reactor.complete'; outcome: RunOutcome })
   | (EventBase & { type: 'reactor.fail'; failure: RunFailure })
   | (StepEventBase & { type: 'step.start'; attempt: number; arguments: Record<string, unknown> })

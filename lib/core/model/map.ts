@@ -18,6 +18,8 @@ export interface MapMeta {
   /** Elements one `map-element` job claims, runs and settles together. @default 1 */
   elementsPerJob?: number;
   atomic: boolean;
+  /** Element inputs given from a redacted value of the run that maps (see `RunState.redactedInputs`). */
+  redactedInputs?: string[];
   /** Set when the map runs inside a map element (nested maps run inline, but say where). */
   outer?: { mapId: string; index: number };
   createdAt: number;

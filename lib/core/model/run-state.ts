@@ -64,6 +64,11 @@ export interface RunState {
   /** Version of the reactor the run started under (absent in runs stored before versions: '1'). */
   reactorVersion?: string;
   status: RunStatus;
+  /**
+   * Inputs given from a redacted value of the parent run (a composed child's or a map element's):
+   * shown as `[REDACTED]` like the inputs the definition declares `redact: true`. Absent when none.
+   */
+  redactedInputs?: string[];
   /** Validated reactor inputs (raw; redact before showing). */
   inputs: Record<string, unknown>;
   /** Step name to value, for completed and skipped steps. */
@@ -110,6 +115,7 @@ export function newRunState(
   runId: string,
   inputs: Record<string, unknown>,
   now: number,
+  redactedInputs: readonly string[] = [],
 ): RunState {
   return {
     schemaVersion: RUN_STATE_SCHEMA_VERSION,
@@ -117,6 +123,7 @@ export function newRunState(
     reactorName: reactor.name,
     definitionHash: reactor.hash,
     ...(reactor.version !== undefined && reactor.version !== '1' ? { reactorVersion: reactor.version } : {}),
+    ...(redactedInputs.length > 0 ? { redactedInputs: [...redactedInputs] } : {}),
     status: 'pending',
     inputs,
     results: {},

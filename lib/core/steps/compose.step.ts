@@ -8,6 +8,7 @@ import { InputValidationError } from '../errors/input-validation.error';
 import { InternalError } from '../errors/internal.error';
 import { childRunId } from '../model/keys';
 import { newRunState } from '../model/run-state';
+import { redactedArgNames } from '../definition/redaction';
 import { NestedFailure } from '../results/nested-failure';
 import { Failure, Halt, Success } from '../results/step-outcome';
 import { Suspended } from '../results/suspension';
@@ -31,7 +32,9 @@ export const composeStep: StepKind<ComposeSpec> = {
         );
         return new Failure(error, { retryable: false });
       }
-      childState = newRunState(childDef, childRunId(scope.state.runId, step.name), inputs, scope.now());
+      // Redaction follows a value: a child input given from a redacted argument is redacted in the child.
+      const redacted = redactedArgNames(step, scope.state.redactedInputs).filter((name) => name in inputs);
+      childState = newRunState(childDef, childRunId(scope.state.runId, step.name), inputs, scope.now(), redacted);
       scope.state.children[step.name] = childState;
     }
     const outcome = await scope.child(childDef, childState, 'through-parent').execute(false);
