@@ -103,6 +103,18 @@ export class ReactorClient {
   }
 
   /**
+   * Cancel a run that has not finished (running, waiting or paused): it stops at its next step
+   * boundary (a step in flight finishes), its completed steps are undone newest first, and it ends
+   * `cancelled` with `reason`. Refused with `InvalidRunStateError` for a finished run (use
+   * {@link undo}). Returns the outcome as it is now; a run executing in another process is
+   * cancelled there, so `wait(runId)` for the end.
+   */
+  async cancel(runId: string, reason = 'cancelled'): Promise<RunOutcome> {
+    this.assertExplored('cancel');
+    return this.engine.cancel(runId, reason);
+  }
+
+  /**
    * Run one recovery sweep now and return what it re-enqueued: runs that are `running` or
    * `rolling_back` with no live lease and no update for the lease TTL (their executor died) go
    * back to a worker. No guard: every call sweeps. For hosts that schedule recovery themselves

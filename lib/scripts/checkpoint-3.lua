@@ -38,8 +38,12 @@
     ARGV[10 .. 9+n]  field, value, field, value, ...   fields to set
     ARGV[10+n ..]    fields to delete
 
+  A `cancel` field (a cancel request, see requestCancel-1.lua) survives every write but a terminal
+  one (a full write keeps it; createOnly never finds one); while it is there, a write answers 3.
+
   Output:
      1  written
+     3  written, and the run holds a cancel request
      0  not written: createOnly and the record exists
      2  not written: the stored record is terminal and the new state is not
     -1  lease lost (the token does not hold KEYS[2])
@@ -96,8 +100,17 @@ elseif terminal == "0" and not reopen then
   end
 end
 
+local cancel = false
+if terminal == "1" then
+  redis.call("HDEL", KEYS[1], "cancel")
+else
+  cancel = redis.call("HGET", KEYS[1], "cancel")
+end
 if full then
   redis.call("DEL", KEYS[1])
+  if cancel then
+    redis.call("HSET", KEYS[1], "cancel", cancel)
+  end
 end
 -- HSET and HDEL in chunks: unpack() is bounded by Lua's C stack.
 local CHUNK = 200
@@ -127,5 +140,8 @@ if token ~= "" and releaseLease then
   redis.call("DEL", KEYS[2])
 elseif token ~= "" and leaseTtl > 0 then
   redis.call("PEXPIRE", KEYS[2], leaseTtl)
+end
+if cancel then
+  return 3
 end
 return 1

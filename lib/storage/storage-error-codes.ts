@@ -23,6 +23,8 @@ export enum CheckpointResult {
   Written = 1,
   /** Nothing written: the stored record is terminal and the new state is not (a stale writer). */
   TerminalKept = 2,
+  /** The record was written, and it holds a cancel request (see `ReactorStorage.requestCancel`). */
+  WrittenCancelRequested = 3,
 }
 
 /** What the error is about, for its message. */

@@ -419,6 +419,43 @@ export function describeStorageConformance(name: string, factory: AdapterFactory
       });
     });
 
+    describe('cancel requests', () => {
+      it('are stored with a live run and reported by its next checkpoint and by a load, not before', async () => {
+        const state = makeRunState({ status: 'running' });
+        await h.storage.save(state);
+        expect(h.storage.cancelRequest!(state)).toBeUndefined();
+        await expect(h.storage.requestCancel!(state.runId, 'changed my mind')).resolves.toBe('running');
+        expect(h.storage.cancelRequest!(state)).toBeUndefined();
+        state.completed.push('a');
+        state.results.a = 1;
+        await h.storage.save(state);
+        expect(h.storage.cancelRequest!(state)).toBe('changed my mind');
+        const loaded = await h.storage.load(state.runId);
+        expect(h.storage.cancelRequest!(loaded!)).toBe('changed my mind');
+        expect(loaded).toEqual(state);
+      });
+
+      it('survive a full write of the run and end with its terminal write', async () => {
+        const state = makeRunState({ status: 'running' });
+        await h.storage.save(state);
+        await h.storage.requestCancel!(state.runId, 'stop');
+        const copy = structuredClone(state); // an object this adapter has not seen: written whole
+        await h.storage.save(copy);
+        expect(h.storage.cancelRequest!(copy)).toBe('stop');
+        copy.status = 'cancelled';
+        await h.storage.save(copy);
+        expect(h.storage.cancelRequest!((await h.storage.load(state.runId))!)).toBeUndefined();
+      });
+
+      it('leave a terminal run as it is and say its status; a missing run is undefined', async () => {
+        const done = makeRunState({ status: 'completed' });
+        await h.storage.save(done);
+        await expect(h.storage.requestCancel!(done.runId, 'late')).resolves.toBe('completed');
+        expect(h.storage.cancelRequest!((await h.storage.load(done.runId))!)).toBeUndefined();
+        await expect(h.storage.requestCancel!(newRunId(), 'x')).resolves.toBeUndefined();
+      });
+    });
+
     describe('size limit', () => {
       it('throws ContextTooLargeError over maxContextBytes, counting UTF-8 bytes, and writes nothing', async () => {
         const limited = await harnessWith({ maxContextBytes: 2000 });

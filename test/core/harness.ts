@@ -22,6 +22,8 @@ export function createHarness(options: Partial<ReactorEngineOptions> = {}) {
     listActive: (limit) => storage.listActive(limit),
     markBroken: (id, name, reason) => storage.markBroken(id, name, reason),
     sizeOf: (state) => storage.sizeOf?.(state),
+    requestCancel: (id, reason) => storage.requestCancel(id, reason),
+    cancelRequest: (state) => storage.cancelRequest(state),
   };
   const engine = new ReactorEngine({
     storage: counting,

@@ -153,6 +153,17 @@ export class ReactorEngine {
   }
 
   /**
+   * Cancel a run that has not finished: it stops at its next step boundary, its completed steps
+   * are undone newest first, and it ends `cancelled` with `reason`. Refused for a finished run.
+   * Returns the outcome as it is when this returns; a run executing elsewhere is cancelled by
+   * its process (wait for it).
+   */
+  async cancel(runId: string, reason = 'cancelled'): Promise<RunOutcome> {
+    checkRunId(runId);
+    return guarded('cancel', () => this.control.cancel(runId, reason));
+  }
+
+  /**
    * Worker entry point: deliver one identity-only job. A run executing elsewhere is snoozed; a
    * missing run is a no-op; a record that cannot be used marks the run failed once and returns
    * normally, so the job is not retried.

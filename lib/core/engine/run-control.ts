@@ -5,7 +5,7 @@ import { errorMessage, runFailure } from '../model/failure';
 import { runLeaseKey } from '../model/keys';
 import { isTerminal, type RunStatus } from '../model/run-state';
 import type { BrokenReason } from '../ports/reactor-storage.port';
-import type { RunOutcome } from '../results/run-outcome';
+import { outcomeOf, type RunOutcome } from '../results/run-outcome';
 import type { EngineParts } from './engine-options';
 import type { Executions } from './executions';
 import type { LeaseKeeper } from './lease-keeper';
@@ -42,6 +42,13 @@ export class RunControl {
     try {
       const state = claim.state;
       if (!state) throw new RunNotFoundError(runId);
+      if (state.status === 'rolling_back') {
+        throw new InvalidRunStateError(
+          `Run '${runId}' is rolling back: a rollback is in progress; wait for it (client.wait) instead of undoing.`,
+          runId,
+          state.status,
+        );
+      }
       if (!UNDOABLE.includes(state.status)) {
         throw new InvalidRunStateError(
           `Run '${runId}' is ${state.status}; only completed, halted, failed or paused runs can be undone.`,
@@ -59,6 +66,56 @@ export class RunControl {
     } finally {
       if (!released) await this.leases.releaseQuietly(lease);
     }
+  }
+
+  /**
+   * Cancel a run that has not finished: it stops at its next step boundary (steps in flight
+   * finish), its completed steps are undone newest first, and it ends `cancelled` with `reason`.
+   * A run no process is executing now is cancelled here; one executing elsewhere is cancelled by
+   * that process, at its next checkpoint (this returns its outcome as it is now: wait for the end).
+   * A run waiting for its fan-out map's elements is cancelled when they have settled, so that
+   * every completed element is undone too. Refused for a finished run (undo it instead).
+   */
+  async cancel(runId: string, reason: string): Promise<RunOutcome> {
+    const { storage, leaseTtlMs } = this.parts;
+    if (!storage.requestCancel) {
+      throw new InvalidRunStateError(`This storage adapter cannot cancel runs (run '${runId}').`, runId, 'running');
+    }
+    const status = await storage.requestCancel(runId, reason);
+    if (status === undefined) throw new RunNotFoundError(runId);
+    if (isTerminal(status)) {
+      throw new InvalidRunStateError(
+        `Run '${runId}' is ${status}: a finished run cannot be cancelled; undo it instead (client.undo).`,
+        runId,
+        status,
+      );
+    }
+    const lease = this.leases.newLease(runLeaseKey(runId));
+    const claim = await storage.acquireAndLoad(runId, lease, leaseTtlMs);
+    if (!claim.acquired) return this.current(runId);
+    let released = false;
+    try {
+      const state = claim.state;
+      if (!state) throw new RunNotFoundError(runId);
+      // Finished meanwhile, rolling back already, or waiting for map elements: nothing to do here.
+      if (isTerminal(state.status) || state.status === 'rolling_back' || state.handoff?.mode === 'map') {
+        return outcomeOf(state);
+      }
+      const def = this.registry.forRun(state) ?? this.registry.get(state.reactorName);
+      const env = this.executions.env('caller', lease, { runId: state.runId, reactorName: def.name });
+      const save = RunExecution.saver(env, state, { onRelease: () => (released = true) });
+      const outcome = await new RunExecution(def, state, env, save).undo(reason);
+      this.waiters.notify(runId);
+      return outcome;
+    } finally {
+      if (!released) await this.leases.releaseQuietly(lease);
+    }
+  }
+
+  private async current(runId: string): Promise<RunOutcome> {
+    const state = await this.parts.storage.load(runId);
+    if (!state) throw new RunNotFoundError(runId);
+    return outcomeOf(state);
   }
 
   /**

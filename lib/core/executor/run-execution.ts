@@ -158,6 +158,11 @@ export class RunExecution extends RunScope implements NestedExecution {
     if (!wasRunning) await this.save();
 
     const result = await this.loop();
+    // A cancel request stops the run unless it failed (its rollback wins) or waits for map elements
+    // (the run is cancelled when they have settled and the map can be undone whole).
+    if (result.cancel !== undefined && result.failures.length === 0 && result.handoff?.mode.mode !== 'map') {
+      return this.cancelRun(result.cancel);
+    }
     if (result.failures.length > 0) {
       await rollback(this, result.failures);
     } else if (result.halt) {
@@ -176,6 +181,24 @@ export class RunExecution extends RunScope implements NestedExecution {
       await this.complete(result.last);
     }
     return this.finish();
+  }
+
+  /** Cancel the run at a step boundary: undo its completed steps, newest first; it ends `cancelled`. */
+  private async cancelRun(reason: string): Promise<RunOutcome> {
+    const { state } = this;
+    delete state.handoff;
+    delete state.retryAt;
+    state.status = 'rolling_back';
+    state.rollback = { target: 'cancelled', compensate: [], failures: [] };
+    state.cancellation = { reason, rollbackFailures: [] };
+    await this.save();
+    await finishRollback(this);
+    return this.finish();
+  }
+
+  /** The cancel request stored with this (top-level) run, as its last checkpoint or load found it. */
+  private cancelRequested(): string | undefined {
+    return this.root ? this.env.storage.cancelRequest?.(this.state) : undefined;
   }
 
   /**
@@ -211,6 +234,8 @@ export class RunExecution extends RunScope implements NestedExecution {
     handoff?: Handoff;
     /** The step that settled last with a result (its result goes with the final save). */
     last?: Extract<StepResult, { kind: 'success' | 'skipped' }>;
+    /** A cancel request's reason: no step was started after it was seen. */
+    cancel?: string;
   }> {
     const { def, state } = this;
     const finished = new Set(state.completed);
@@ -223,6 +248,10 @@ export class RunExecution extends RunScope implements NestedExecution {
     let wave: StepDefinition[] = [];
     const sequential = def.maxConcurrency === 1;
     const background = this.root && this.env.mode === 'caller' && this.env.enqueueResume ? def.background : undefined;
+    let cancel = this.cancelRequested();
+    // Once cancelled, only a step adopting finished work (a fan-out map's results) may still start.
+    const blocked = (step: StepDefinition): boolean =>
+      cancel !== undefined && !(stepKindOf(step).adopting?.(this, step) ?? false);
 
     const start = (step: StepDefinition): boolean => {
       if (background && 'before' in background && background.before === step.name) {
@@ -241,11 +270,13 @@ export class RunExecution extends RunScope implements NestedExecution {
         if (sequential) {
           if (running.size === 0) {
             if (wave.length === 0) wave = ready.list();
-            const next = wave.shift();
+            let next = wave.shift();
+            while (next && blocked(next)) next = wave.shift();
             if (next) start(next);
           }
         } else {
           for (const step of ready.list()) {
+            if (blocked(step)) continue;
             if (running.size >= def.maxConcurrency || !start(step)) break;
           }
         }
@@ -278,6 +309,7 @@ export class RunExecution extends RunScope implements NestedExecution {
           if (running.size === 0 && finished.size === def.steps.length) break;
           try {
             await this.checkpoint();
+            cancel ??= this.cancelRequested();
           } catch (error) {
             if (!(error instanceof ContextTooLargeError || error instanceof UnstorableValueError)) throw error;
             failures.push(await this.takeBack(settled, error));
@@ -306,6 +338,7 @@ export class RunExecution extends RunScope implements NestedExecution {
       // A sequential pass ends at the first terminal outcome.
       if (sequential && (failures.length > 0 || halt || handoff)) wave = [];
     }
+    if (cancel !== undefined) return { failures, halt, handoff, last, cancel };
     if (failures.length === 0 && !halt && !handoff && finished.size < def.steps.length) {
       // Unreachable for a validated definition; guards against a corrupt resumed state.
       throw new InternalError(`Reactor '${def.name}': no ready steps but the run is not complete.`);

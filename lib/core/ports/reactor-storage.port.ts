@@ -1,4 +1,4 @@
-import type { RunState } from '../model/run-state';
+import type { RunState, RunStatus } from '../model/run-state';
 import type { Lease } from './lock-manager.port';
 
 /** Options of {@link ReactorStorage.save}. */
@@ -58,6 +58,17 @@ export interface ReactorStorage {
    * that cannot be read (corrupt JSON, unknown schema version).
    */
   load(runId: string): Promise<RunState | undefined>;
+  /**
+   * Ask a run to cancel: store `reason` with a non-terminal run, where its executing process finds
+   * it at its next checkpoint ({@link cancelRequest}). A terminal run is left as it is. Returns the
+   * run's status, or `undefined` when there is no run. A durable adapter does it in one round trip.
+   */
+  requestCancel?(runId: string, reason: string): Promise<RunStatus | undefined>;
+  /**
+   * The cancel request that the last save or load of this state object found stored with the run,
+   * if any (no round trip: the checkpoint reports it).
+   */
+  cancelRequest?(state: RunState): string | undefined;
   /**
    * Take the run's lease (`lease.key` is `run:<runId>`, `lease.token` the caller's random token)
    * for `ttlMs` and, if taken, read the run: lock, then load, in one round trip. Not acquired

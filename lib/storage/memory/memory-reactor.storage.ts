@@ -41,6 +41,8 @@ interface StoredRun {
   updatedAt: number;
   /** Set by markBroken, cleared by the next successful save. */
   broken: boolean;
+  /** A cancel request's reason (see `requestCancel`). */
+  cancel?: string;
 }
 
 /**
@@ -67,6 +69,8 @@ export class MemoryReactorStorage implements ReactorStorage {
   private readonly clock: Clock;
   /** What is stored of each state object this adapter loaded or saved. */
   private readonly written = new WeakMap<RunState, Written>();
+  /** The cancel request the last save or load of each state object found. */
+  private readonly cancels = new WeakMap<RunState, string>();
 
   constructor(options: MemoryReactorStorageOptions = {}) {
     this.locks = options.locks;
@@ -84,9 +88,22 @@ export class MemoryReactorStorage implements ReactorStorage {
     if (options.leaseTtlMs !== undefined) normalizeTtlMs(options.leaseTtlMs, 'leaseTtlMs');
     const result = this.checkpoint(state, delta, options);
     if (result < 0) throw storageError(result, { runId: state.runId, operation: 'save' });
-    if (result !== CheckpointResult.Written) return false;
+    if (result !== CheckpointResult.Written && result !== CheckpointResult.WrittenCancelRequested) return false;
     this.written.set(state, delta.commit());
+    const cancel = this.runs.get(state.runId)?.cancel;
+    if (result === CheckpointResult.WrittenCancelRequested && cancel !== undefined) this.cancels.set(state, cancel);
     return true;
+  }
+
+  async requestCancel(runId: string, reason: string): Promise<RunStatus | undefined> {
+    const stored = this.runs.get(runId);
+    if (!stored) return undefined;
+    if (!stored.terminal) stored.cancel = reason;
+    return stored.status;
+  }
+
+  cancelRequest(state: RunState): string | undefined {
+    return this.cancels.get(state);
   }
 
   async load(runId: string): Promise<RunState | undefined> {
@@ -94,6 +111,7 @@ export class MemoryReactorStorage implements ReactorStorage {
     if (!stored) return undefined;
     const { state, written } = decodeRecord(runId, Object.fromEntries(stored.fields));
     if (written) this.written.set(state, written);
+    if (stored.cancel !== undefined && !stored.terminal) this.cancels.set(state, stored.cancel);
     return state;
   }
 
@@ -198,9 +216,18 @@ export class MemoryReactorStorage implements ReactorStorage {
     const fields = delta.full || !existing ? new Map<string, string>() : existing.fields;
     for (let i = 0; i < delta.set.length; i += 2) fields.set(delta.set[i], delta.set[i + 1]);
     for (const field of delta.del) fields.delete(field);
-    this.runs.set(state.runId, { fields, status: state.status, terminal, updatedAt: indexScore(state), broken: false });
+    // A cancel request outlives every write but the run's last (a full write keeps it too).
+    const cancel = terminal || options.createOnly ? undefined : existing?.cancel;
+    this.runs.set(state.runId, {
+      fields,
+      status: state.status,
+      terminal,
+      updatedAt: indexScore(state),
+      broken: false,
+      ...(cancel !== undefined ? { cancel } : {}),
+    });
     if (lease && options.releaseLease) void this.locks?.release(lease);
     else if (lease && options.leaseTtlMs !== undefined) this.locks?.refresh(lease, options.leaseTtlMs);
-    return CheckpointResult.Written;
+    return cancel !== undefined ? CheckpointResult.WrittenCancelRequested : CheckpointResult.Written;
   }
 }

@@ -8,6 +8,7 @@ import {
   type Lease,
   type ReactorStorage,
   type RunState,
+  type RunStatus,
   type SaveOptions,
 } from '../../core';
 import { normalizeTtlMs } from '../lease-ttl';
@@ -64,6 +65,8 @@ export class RedisReactorStorage implements ReactorStorage {
   private readonly clock: Clock;
   /** What is stored of each state object this adapter loaded or saved. */
   private readonly written = new WeakMap<RunState, Written>();
+  /** The cancel request the last save or load of each state object found. */
+  private readonly cancels = new WeakMap<RunState, string>();
   /** Numbers this adapter's fenced writes, so each has a stamp of its own (see checkpoint-3.lua). */
   private writes = 0;
   private readonly runKeys = new WeakMap<RunState, { runId: string; record: string; index: string }>();
@@ -109,9 +112,26 @@ export class RedisReactorStorage implements ReactorStorage {
       ...delta.del,
     ]);
     if (isErrorCode(result)) throw storageError(result, { runId, operation: 'save (checkpoint-3.lua)' });
-    if (result !== CheckpointResult.Written) return false;
+    if (result !== CheckpointResult.Written && result !== CheckpointResult.WrittenCancelRequested) return false;
     this.written.set(state, delta.commit());
+    if (result === CheckpointResult.WrittenCancelRequested && !this.cancels.has(state)) {
+      // Rare (once per cancelled run): read the reason the checkpoint reported.
+      const reason = await this.redis.hget(this.keysOf(state, lease)[0], CANCEL_FIELD);
+      if (reason !== null) this.cancels.set(state, reason);
+    }
     return true;
+  }
+
+  /** Store a cancel request with a non-terminal run: one command (`requestCancel-1.lua`). */
+  async requestCancel(runId: string, reason: string): Promise<RunStatus | undefined> {
+    const reply = await runScript(this.redis, 'requestCancel', [this.keys.runKey(runId)], [reason]).catch(
+      (error: unknown) => wrongType(runId, error),
+    );
+    return typeof reply === 'string' ? (reply as RunStatus) : undefined;
+  }
+
+  cancelRequest(state: RunState): string | undefined {
+    return this.cancels.get(state);
   }
 
   /**
@@ -167,6 +187,8 @@ export class RedisReactorStorage implements ReactorStorage {
   private decode(runId: string, fields: Record<string, string>): RunState {
     const { state, written } = decodeRecord(runId, fields);
     if (written) this.written.set(state, written);
+    const cancel = fields[CANCEL_FIELD];
+    if (cancel !== undefined && fields.terminal !== '1') this.cancels.set(state, cancel);
     return state;
   }
 
@@ -220,6 +242,9 @@ export class RedisReactorStorage implements ReactorStorage {
     if (isErrorCode(result)) throw storageError(result, { runId, operation: 'markBroken (markBroken-2.lua)' });
   }
 }
+
+/** The run record's field holding a cancel request's reason. */
+const CANCEL_FIELD = 'cancel';
 
 function flag(value: boolean | undefined): string {
   return value ? '1' : '0';

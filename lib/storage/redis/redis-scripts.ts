@@ -21,6 +21,7 @@ export const SCRIPT_FILES = {
   extendLease: 'extendLease-1.lua',
   releaseLease: 'releaseLease-1.lua',
   acquireAndLoad: 'acquireAndLoad-2.lua',
+  requestCancel: 'requestCancel-1.lua',
   mapCreate: 'mapCreate-7.lua',
   mapPutInputs: 'mapPutInputs-1.lua',
   mapReserve: 'mapReserve-6.lua',

@@ -1,0 +1,19 @@
+--[[
+  Ask a run to cancel: store the reason with a non-terminal run, where the process executing it
+  finds it at its next checkpoint (checkpoint-3.lua answers 3 while the field is there). A terminal
+  run is left as it is.
+
+  Input:
+    KEYS[1]  run record   HASH (see checkpoint-3.lua); field `cancel` gets the reason
+    ARGV[1]  reason
+
+  Output: the run's status (a string), or nil when there is no run.
+]]
+if redis.call("EXISTS", KEYS[1]) == 0 then
+  return false
+end
+local status = redis.call("HGET", KEYS[1], "status")
+if redis.call("HGET", KEYS[1], "terminal") ~= "1" then
+  redis.call("HSET", KEYS[1], "cancel", ARGV[1])
+end
+return status
