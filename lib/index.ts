@@ -71,6 +71,11 @@ export type { ReactorDefinition, ReactorOptions, BackgroundOption } from './core
 export type { ReactorBlueprint, ReactorClass, ReactorInputOf, ReactorOutputOf } from './core';
 export type { StepHandler, StepContext, StepOptions, InlineStep, StepClass, DtoClass } from './core';
 export type { InputOptions, InputSpec, InputType } from './core';
+/**
+ * Step contracts: a DTO class, a record of short forms (`{ amount: { type: 'number', min: 1 } }`),
+ * or, for an output, one short form for a scalar value (`{ type: 'number', min: 0 }`).
+ */
+export type { InputContract, OutputContract, ContractFields } from './core';
 export type { RetryOptions } from './core';
 
 // Step outcomes and signals

@@ -6,6 +6,7 @@
  */
 export * from './definition/builder';
 export * from './definition/definition';
+export * from './definition/contract-spec';
 export * from './definition/input-spec';
 export * from './definition/reactor-blueprint';
 export * from './definition/ref';

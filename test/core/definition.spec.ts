@@ -116,6 +116,106 @@ describe('definition: validation at definition time', () => {
     expect(() => withOptions({ waitFor: [] })()).not.toThrow();
   });
 
+  it('refuses bad short-form constraints on a reactor input, naming reactor, input and option', () => {
+    const refused = (spec: unknown) =>
+      fails(() => defineReactor('c', (r: ReactorBuilder<{ x: unknown }>) => void r.input('x', spec as never))).message;
+    expect(refused({ type: 'string', min: 1 })).toBe(
+      "Reactor 'c': input 'x': option 'min' applies to type 'number' or 'integer', not 'string'.",
+    );
+    expect(refused({ minLength: 1 })).toBe(
+      "Reactor 'c': input 'x': option 'minLength' applies to type 'string' or 'array', not 'any'.",
+    );
+    expect(refused({ type: 'number', pattern: 'a' })).toBe(
+      "Reactor 'c': input 'x': option 'pattern' applies to type 'string', not 'number'.",
+    );
+    expect(refused({ type: 'string', minLength: -1 })).toBe(
+      "Reactor 'c': input 'x': option 'minLength' must be an integer >= 0 (got -1).",
+    );
+    expect(refused({ type: 'number', max: Infinity })).toBe(
+      "Reactor 'c': input 'x': option 'max' must be a finite number (got Infinity).",
+    );
+    expect(refused({ type: 'integer', min: 5, max: 1 })).toBe(
+      "Reactor 'c': input 'x': option 'min' (5) is greater than 'max' (1).",
+    );
+    expect(refused({ type: 'array', minLength: 3, maxLength: 2 })).toBe(
+      "Reactor 'c': input 'x': option 'minLength' (3) is greater than 'maxLength' (2).",
+    );
+    expect(refused({ type: 'string', pattern: '(' })).toMatch(
+      /^Reactor 'c': input 'x': option 'pattern' is not a valid regular expression: .*Unterminated group/,
+    );
+    expect(refused({ type: 'string', pattern: 7 })).toBe(
+      "Reactor 'c': input 'x': option 'pattern' must be a RegExp or a string (got 7).",
+    );
+    expect(refused({ type: 'string', enum: [] })).toBe(
+      "Reactor 'c': input 'x': option 'enum' must be a non-empty array of the allowed values.",
+    );
+    expect(refused({ type: 'number', enum: [1, '2'] })).toBe(
+      "Reactor 'c': input 'x': option 'enum' holds '2', which must be a finite number.",
+    );
+    expect(refused({ type: 'integer', min: 1, default: 0 })).toBe(
+      "Reactor 'c': input 'x': option 'default' breaks the input's own rules: it must be >= 1.",
+    );
+    expect(refused({ type: 'string', enum: ['a', 'b'], default: 'c' })).toBe(
+      `Reactor 'c': input 'x': option 'default' breaks the input's own rules: it must be one of "a", "b".`,
+    );
+    expect(refused({ type: 'number', default: 'ten' })).toBe(
+      "Reactor 'c': input 'x': option 'default' breaks the input's own rules: it must be a finite number.",
+    );
+    expect(refused({ type: 'string', minlength: 2 })).toBe(
+      "Reactor 'c': input 'x': unknown option 'minlength' (options: type, dto, optional, default, redact, description, minLength, maxLength, min, max, pattern, enum).",
+    );
+    expect(() =>
+      defineReactor('ok', (r: ReactorBuilder<{ x: string }>) => {
+        r.input('x', { type: 'string', minLength: 1, maxLength: 1, pattern: '^a$', enum: ['a'], default: 'a' });
+      }),
+    ).not.toThrow();
+  });
+
+  it('refuses bad short-form step contracts: a default on a required input, unwired fields, misplaced forms', () => {
+    const refused = (options: object, args: object = {}) =>
+      fails(() =>
+        defineReactor('s', (r: ReactorBuilder<{ amount: number }>) => {
+          r.input('amount', { type: 'number' });
+          r.step('charge', noop, args as never, options);
+        }),
+      ).message;
+    expect(refused({ input: { note: { type: 'string', default: 'n/a' } } })).toBe(
+      "Reactor 's': step 'charge': input contract field 'note' has a default but is required; mark it optional: true (a default fills an optional input).",
+    );
+    expect(refused({ input: { amount: { type: 'number' }, currency: { type: 'string' } } })).toBe(
+      "Reactor 's': step 'charge' requires input 'currency' (contract short form) but nothing wires it. " +
+        "Pass it in the step's args, declare a reactor input named 'currency', or mark it optional: true.",
+    );
+    expect(refused({ input: { amount: { type: 'number', min: 'one' } } })).toBe(
+      "Reactor 's': step 'charge': input contract field 'amount': option 'min' must be a finite number (got 'one').",
+    );
+    expect(refused({ input: { note: { type: 'string', optional: true, default: 3 } } })).toBe(
+      "Reactor 's': step 'charge': input contract field 'note': option 'default' breaks the input's own rules: it must be a string.",
+    );
+    expect(refused({ input: { type: 'number', min: 1 } })).toBe(
+      "Reactor 's': step 'charge': input contract must be a DTO class or a record of fields (a single short form with a 'type' is for an output).",
+    );
+    expect(refused({ output: { type: 'number', default: 0 } })).toBe(
+      "Reactor 's': step 'charge': output contract: option 'default' is for inputs; an output contract does not take it.",
+    );
+    expect(refused({ output: { fee: { type: 'number', redact: true } } })).toBe(
+      "Reactor 's': step 'charge': output contract field 'fee': option 'redact' is for inputs; an output contract does not take it.",
+    );
+    expect(refused({ output: { min: 0 } })).toBe(
+      "Reactor 's': step 'charge': output contract field 'min' must be a short form object or a DTO class (a single short form for the whole value needs a 'type').",
+    );
+    const def = defineReactor('s-ok', (r: ReactorBuilder<{ amount: number }>) => {
+      r.input('amount', { type: 'number' });
+      r.step(
+        'charge',
+        noop,
+        {},
+        { input: { amount: { type: 'number', min: 1 }, note: { type: 'string', optional: true } } },
+      );
+    });
+    expect(Object.keys(def.stepsByName.get('charge')!.args)).toEqual(['amount']);
+  });
+
   it('gives the same definition the same hash, and a changed shape a new one', () => {
     const build = (extra: boolean) =>
       defineReactor('h', (r: ReactorBuilder<object>) => {

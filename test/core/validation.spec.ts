@@ -205,3 +205,175 @@ describe('validation: step contracts', () => {
     expect(outcome.attempts).toEqual({ charge: 1 });
   });
 });
+
+describe('validation: short forms with constraints', () => {
+  it('checks minLength, maxLength, pattern, min, max, enum and integer on reactor inputs, every violation named', async () => {
+    const { engine } = createHarness();
+    let runs = 0;
+    type In = { code: string; tags: string[]; qty: number; price: number; currency: string };
+    const def = defineReactor('constrained', (r: ReactorBuilder<In>) => {
+      const code = r.input('code', { type: 'string', minLength: 3, maxLength: 5, pattern: /^[A-Z]+$/ });
+      const tags = r.input('tags', { type: 'array', minLength: 1, maxLength: 2 });
+      const qty = r.input('qty', { type: 'integer', min: 1, max: 10 });
+      const price = r.input('price', { type: 'number', min: 0.5 });
+      const currency = r.input('currency', { type: 'string', enum: ['EUR', 'USD'], default: 'EUR' });
+      return r.step(
+        'echo',
+        (a: In) => (runs++, success(a)),
+        { code, tags, qty, price, currency },
+        { retries: { maxAttempts: 3 } },
+      );
+    });
+    const bad = await engine.run(def, { code: 'ab1', tags: ['a', 'b', 'c'], qty: 11, price: 0.1, currency: 'GBP' });
+    expect(runs).toBe(0);
+    expect(bad.status === 'failed' && bad.failure).toMatchObject({
+      code: 'INPUT_VALIDATION',
+      retryable: false,
+      fieldErrors: {
+        code: ['must match /^[A-Z]+$/'],
+        tags: ['must have at most 2 items'],
+        qty: ['must be <= 10'],
+        price: ['must be >= 0.5'],
+        currency: ['must be one of "EUR", "USD"'],
+      },
+    });
+    const short = await engine.run(def, { code: 'a', tags: [], qty: 2.5, price: 1 } as never);
+    expect(short.status === 'failed' && short.failure.fieldErrors).toEqual({
+      code: ['must have at least 3 characters', 'must match /^[A-Z]+$/'],
+      tags: ['must have at least 1 item'],
+      qty: ['must be an integer'],
+    });
+    const ok = await engine.run(def, { code: 'ABCD', tags: ['x'], qty: 10, price: 0.5, currency: null } as never);
+    expect(ok.status === 'completed' && ok.value).toEqual({
+      code: 'ABCD',
+      tags: ['x'],
+      qty: 10,
+      price: 0.5,
+      currency: 'EUR',
+    });
+    expect(runs).toBe(1);
+  });
+
+  it('a short-form input contract: defaults fill missing or null arguments, auto-wiring, violations before the body', async () => {
+    const { engine } = createHarness();
+    const seen: unknown[] = [];
+    const log: string[] = [];
+    const def = defineReactor('short-contract', (r: ReactorBuilder<{ amount: number; note?: string | null }>) => {
+      r.input('amount', { type: 'number' });
+      const note = r.input('note', { type: 'string', optional: true });
+      return r.step(
+        'charge',
+        {
+          run: (args: { amount?: number; note?: string | null; tries?: number }) => (
+            seen.push(args),
+            success(args.amount)
+          ),
+          compensate: () => log.push('compensate'),
+        },
+        { note },
+        {
+          input: {
+            amount: { type: 'number', min: 1 },
+            note: { type: 'string', optional: true, default: 'n/a', maxLength: 10 },
+            tries: { type: 'integer', optional: true, default: 3 },
+          },
+          retries: { maxAttempts: 3 },
+        },
+      );
+    });
+    expect((await engine.run(def, { amount: 5 })).status).toBe('completed');
+    expect((await engine.run(def, { amount: 6, note: null })).status).toBe('completed');
+    expect((await engine.run(def, { amount: 7, note: 'hi' })).status).toBe('completed');
+    expect(seen).toEqual([
+      { amount: 5, note: 'n/a', tries: 3 },
+      { amount: 6, note: 'n/a', tries: 3 },
+      { amount: 7, note: 'hi', tries: 3 },
+    ]);
+    const bad = await engine.run(def, { amount: 0, note: 'much too long here' });
+    expect(seen).toHaveLength(3);
+    expect(log).toEqual([]);
+    expect(bad.status === 'failed' && bad.failure).toMatchObject({
+      code: 'INPUT_VALIDATION',
+      stepName: 'charge',
+      retryable: false,
+      fieldErrors: { amount: ['must be >= 1'], note: ['must have at most 10 characters'] },
+    });
+    expect(bad.status === 'failed' && bad.failure.message).toMatch(
+      /step 'charge': input validation failed \(short form\): amount must be >= 1; note must have at most 10 characters$/,
+    );
+    expect(bad.attempts).toEqual({});
+  });
+
+  it('a scalar output short form validates the value itself: a violation compensates the step and is not retried', async () => {
+    const { engine } = createHarness();
+    const log: string[] = [];
+    const def = defineReactor('scalar-out', (r: ReactorBuilder<{ n: number }>) => {
+      const n = r.input('n', { type: 'number' });
+      return r.step(
+        'balance',
+        { run: ({ n: v }: { n: number }) => success(v), compensate: () => log.push('compensate:balance') },
+        { n },
+        { output: { type: 'integer', min: 0 }, retries: { maxAttempts: 3 } },
+      );
+    });
+    const ok = await engine.run(def, { n: 4 });
+    expect(ok.status === 'completed' && ok.value).toBe(4);
+    const bad = await engine.run(def, { n: -1 });
+    expect(log).toEqual(['compensate:balance']);
+    expect(bad.status === 'failed' && bad.failure).toMatchObject({
+      code: 'INPUT_VALIDATION',
+      retryable: false,
+      fieldErrors: { '(value)': ['must be >= 0'] },
+    });
+    expect(bad.attempts).toEqual({ balance: 1 });
+    const notInt = await engine.run(def, { n: 1.5 });
+    expect(notInt.status === 'failed' && notInt.failure.fieldErrors).toEqual({ '(value)': ['must be an integer'] });
+  });
+
+  it('a record output short form validates the fields of an object value', async () => {
+    const { engine } = createHarness();
+    const def = defineReactor('record-out', (r: ReactorBuilder<{ v: unknown }>) => {
+      const v = r.input('v');
+      return r.step(
+        'make',
+        ({ v: x }: { v: unknown }) => success(x),
+        { v },
+        {
+          output: { chargeId: { type: 'string', pattern: '^ch_' }, fee: { type: 'number', optional: true, min: 0 } },
+        },
+      );
+    });
+    const ok = await engine.run(def, { v: { chargeId: 'ch_1' } });
+    expect(ok.status).toBe('completed');
+    const bad = await engine.run(def, { v: { chargeId: 'x', fee: -2 } });
+    expect(bad.status === 'failed' && bad.failure.fieldErrors).toEqual({
+      chargeId: ['must match /^ch_/'],
+      fee: ['must be >= 0'],
+    });
+    const scalar = await engine.run(def, { v: 3 });
+    expect(scalar.status === 'failed' && scalar.failure.fieldErrors).toEqual({ '(value)': ['must be an object'] });
+  });
+
+  it('a DTO field inside a short-form contract and redact on a contract field', async () => {
+    const { engine } = createHarness();
+    const def = defineReactor('mixed', (r: ReactorBuilder<{ line: LineDto; card: string }>) => {
+      r.input('line', LineDto);
+      r.input('card', { type: 'string' });
+      return r.step(
+        'ship',
+        () => {
+          throw new Error('down');
+        },
+        {},
+        { input: { line: LineDto, card: { type: 'string', redact: true } } },
+      );
+    });
+    const bad = await engine.run(def, { line: { sku: 'a', qty: 0 }, card: '4242' });
+    expect(bad.status === 'failed' && Object.keys(bad.failure.fieldErrors ?? {})).toEqual(['line.qty']);
+    const failed = await engine.run(def, { line: { sku: 'a', qty: 1 }, card: '4242' });
+    expect(failed.status === 'failed' && failed.failure.stepArguments).toEqual({
+      line: { sku: 'a', qty: 1 },
+      card: '[REDACTED]',
+    });
+  });
+});

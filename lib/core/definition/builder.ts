@@ -1,19 +1,13 @@
 import { DefinitionError } from '../errors/definition.error';
 import type { RetryOptions } from './retry-policy';
+import type { InputContract, OutputContract } from './contract-spec';
 import { finishDefinition, type PendingStep } from './finish-definition';
 import type { HandlerSpec, MapSpec, ReactorDefinition, ReactorOptions } from './definition';
 import type { MapResults } from '../results/map-results';
 import { toInputDefinition, type InputDefinition, type InputSpec } from './input-spec';
 import { Ref, type ArgRefs, type ArgSource } from './ref';
 import { getReactorMetadata } from './reactor-metadata';
-import {
-  getStepMetadata,
-  type DtoClass,
-  type InlineStep,
-  type StepClass,
-  type StepContext,
-  type StepHandler,
-} from './step';
+import { getStepMetadata, type InlineStep, type StepClass, type StepContext, type StepHandler } from './step';
 
 /**
  * A reactor declared as a class: `build` wires inputs and steps on the builder and returns the
@@ -41,8 +35,10 @@ export interface StepUseOptions {
   /** Ordering-only dependencies: refs to steps, or step names. */
   waitFor?: ReadonlyArray<Ref<unknown> | string>;
   retries?: RetryOptions;
-  input?: DtoClass;
-  output?: DtoClass;
+  /** Input contract (overrides the step class's): a DTO class or a record of short forms. */
+  input?: InputContract;
+  /** Output contract (overrides the step class's): a DTO class, a record of short forms, or one short form. */
+  output?: OutputContract;
   /** Argument names to redact in traces and failures. */
   redact?: string[];
 }

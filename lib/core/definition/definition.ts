@@ -1,6 +1,7 @@
+import type { StepContract } from './contract-spec';
 import type { ArgSource } from './ref';
 import type { InputDefinition } from './input-spec';
-import type { DtoClass, StepClass, StepContext, StepHandler } from './step';
+import type { StepClass, StepContext, StepHandler } from './step';
 import type { MapResults } from '../results/map-results';
 import type { RetryPolicy } from './retry-policy';
 
@@ -57,8 +58,8 @@ export interface StepDefinition {
   /** Every step this one depends on (results read plus waitFor), deduplicated. */
   readonly dependsOn: readonly string[];
   readonly retries: RetryPolicy;
-  readonly input?: DtoClass;
-  readonly output?: DtoClass;
+  readonly input?: StepContract;
+  readonly output?: StepContract;
   /** Argument names redacted in traces and failures (declared, or wired from redacted inputs). */
   readonly redact: readonly string[];
 }

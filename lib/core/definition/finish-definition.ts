@@ -3,10 +3,10 @@ import { DefinitionError } from '../errors/definition.error';
 import { findCycle } from '../graph/dependency-graph';
 import { contractProperties } from '../validation/contract';
 import type { BackgroundOption, HandlerSpec, ReactorDefinition, ReactorOptions, StepDefinition } from './definition';
+import { toStepContract, type InputContract, type OutputContract, type StepContract } from './contract-spec';
 import type { InputDefinition } from './input-spec';
 import { Ref, describeSource, type ArgSource } from './ref';
 import { toRetryPolicy, type RetryOptions } from './retry-policy';
-import type { DtoClass } from './step';
 
 type Fail = (message: string, step?: string) => never;
 
@@ -17,8 +17,8 @@ export interface PendingStep {
   args: Record<string, ArgSource>;
   waitFor: Array<Ref<unknown> | string>;
   retries?: RetryOptions;
-  input?: DtoClass;
-  output?: DtoClass;
+  input?: InputContract;
+  output?: OutputContract;
   redact: string[];
   /** Sources the step reads besides its args (a map's source and element inputs). */
   reads: ArgSource[];
@@ -61,10 +61,13 @@ export function finishDefinition<I, O>(
     }
     const retries = toRetryPolicy(p.retries);
     if (typeof retries === 'string') fail(`step '${p.name}': ${retries}`, p.name);
-    const args = autoWire(p, inputDefs, fail);
+    const input = contractOf(p, 'input', fail);
+    const output = contractOf(p, 'output', fail);
+    const args = autoWire(p, input, inputDefs, fail);
     const redactedFromInputs = Object.entries(args)
       .filter(([, s]) => s.kind === 'input' && inputDefs.get(s.name)?.redact)
       .map(([k]) => k);
+    const redactedByContract = input?.kind === 'fields' ? input.fields.filter((f) => f.redact).map((f) => f.name) : [];
     return Object.freeze({
       name: p.name,
       index,
@@ -73,9 +76,9 @@ export function finishDefinition<I, O>(
       waitFor: Object.freeze(waitFor),
       dependsOn: Object.freeze([...new Set([...reads, ...waitFor])]),
       retries,
-      input: p.input,
-      output: p.output,
-      redact: Object.freeze([...new Set([...p.redact, ...redactedFromInputs])]),
+      input,
+      output,
+      redact: Object.freeze([...new Set([...p.redact, ...redactedFromInputs, ...redactedByContract])]),
     });
   });
 
@@ -126,6 +129,15 @@ function checkBackground(background: BackgroundOption | undefined, names: Set<st
   }
 }
 
+/** The step's normalized `role` contract, if it has one; a bad one fails the definition. */
+function contractOf(p: PendingStep, role: 'input' | 'output', fail: Fail): StepContract | undefined {
+  const spec = p[role];
+  if (spec === undefined) return undefined;
+  const contract = toStepContract(spec, role);
+  if (typeof contract === 'string') fail(`step '${p.name}': ${contract}`, p.name);
+  return contract;
+}
+
 /**
  * A step with an input contract gets each required contract property that `args` does not wire
  * from the reactor input of the same name (as ruby_reactor does); if there is none, the
@@ -133,18 +145,22 @@ function checkBackground(background: BackgroundOption | undefined, names: Set<st
  */
 function autoWire(
   p: PendingStep,
+  contract: StepContract | undefined,
   inputDefs: ReadonlyMap<string, InputDefinition>,
   fail: Fail,
 ): Record<string, ArgSource> {
   const args = { ...p.args };
-  if (!p.input) return args;
-  const props = contractProperties(p.input);
+  if (!contract || contract.kind === 'value') return args;
+  const props =
+    contract.kind === 'dto'
+      ? contractProperties(contract.dto)
+      : contract.fields.map((f) => ({ name: f.name, optional: f.optional }));
   if (props.length === 0) return args;
   const declared = new Set(props.map((c) => c.name));
   for (const key of Object.keys(args)) {
     if (!declared.has(key)) {
       fail(
-        `step '${p.name}' wires argument '${key}' that its input contract ${p.input.name} does not declare. Declared: ${[...declared].join(', ')}`,
+        `step '${p.name}' wires argument '${key}' that its input contract ${contract.name} does not declare. Declared: ${[...declared].join(', ')}`,
         p.name,
       );
     }
@@ -156,8 +172,8 @@ function autoWire(
       continue;
     }
     fail(
-      `step '${p.name}' requires input '${prop.name}' (contract ${p.input.name}) but nothing wires it. ` +
-        `Pass it in the step's args, declare a reactor input named '${prop.name}', or mark it @IsOptional()`,
+      `step '${p.name}' requires input '${prop.name}' (contract ${contract.name}) but nothing wires it. ` +
+        `Pass it in the step's args, declare a reactor input named '${prop.name}', or mark it ${contract.kind === 'dto' ? '@IsOptional()' : 'optional: true'}`,
       p.name,
     );
   }

@@ -1,4 +1,5 @@
 import type { StepOutcome } from '../results/step-outcome';
+import type { InputContract, OutputContract } from './contract-spec';
 import { classMetadata } from './class-metadata';
 import type { RetryOptions } from './retry-policy';
 
@@ -39,23 +40,25 @@ export type InlineStep<A, R> = (args: A, ctx: StepContext) => Promise<StepOutcom
 /** A class whose instances are step handlers (typically decorated with `@Step`). */
 export type StepClass<A = never, R = unknown> = new (...deps: never[]) => StepHandler<A, R>;
 
-/** Class-validator DTO class. */
-export type DtoClass<T = unknown> = new (...args: never[]) => T;
+export type { DtoClass } from './input-spec';
 
 /** Options of a step class (the second argument of `@Step`) or of one use of a step. */
 export interface StepOptions {
   /** Retry policy. Default: one attempt, no retries. */
   retries?: RetryOptions;
   /**
-   * Input contract: a class-validator DTO the resolved arguments must satisfy before `run`.
-   * Violations fail the run with `InputValidationError` (never retried, step not compensated).
+   * Input contract: a class-validator DTO, or a record of short forms (`{ amount: { type: 'number',
+   * min: 1 } }`), the resolved arguments must satisfy before `run`. Short-form defaults fill missing
+   * or `null` arguments. Violations fail the run with `InputValidationError` (never retried, step
+   * not compensated).
    */
-  input?: DtoClass;
+  input?: InputContract;
   /**
-   * Output contract: a class-validator DTO the value of a Success or Skipped must satisfy.
-   * A violation is a failure of the step (compensated, not retried).
+   * Output contract: a DTO, a record of short forms (fields of an object value) or one short form
+   * (`{ type: 'number', min: 0 }`, the value itself) the value of a Success or Skipped must
+   * satisfy. A violation is a failure of the step (compensated, not retried).
    */
-  output?: DtoClass;
+  output?: OutputContract;
   /** Argument names whose values are replaced by `[REDACTED]` in traces and failures. */
   redact?: string[];
   /** Free text for people (shown by `describe` and docs tooling). */

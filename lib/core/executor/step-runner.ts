@@ -14,7 +14,7 @@ import { NestedFailure } from '../results/nested-failure';
 import { Failure, Halt, Skipped, Success } from '../results/step-outcome';
 import { Suspended } from '../results/suspension';
 import { stepKindOf } from '../steps';
-import { describeFieldErrors, validateDto } from '../validation/validate';
+import { applyContractDefaults, describeFieldErrors, validateContract } from '../validation/validate';
 import type { RunScope } from './run-scope';
 
 /** How a step settled, as the loop sees it. */
@@ -51,6 +51,7 @@ export async function runStep(scope: RunScope, step: StepDefinition): Promise<St
     );
     return stepFailed(scope, step, wrapped, {}, { compensate: false, exceptionClass: cause.exceptionClass });
   }
+  if (step.input) args = applyContractDefaults(step.input, args);
   const shownArgs = redactArgs(step, args, state.redactedInputs);
   await scope.emitStep(step, {
     type: 'step.start',
@@ -59,7 +60,7 @@ export async function runStep(scope: RunScope, step: StepDefinition): Promise<St
   });
 
   if (step.input) {
-    const fieldErrors = await validateDto(step.input, args);
+    const fieldErrors = await validateContract(step.input, args);
     if (Object.keys(fieldErrors).length > 0) {
       const error = new InputValidationError(
         `Reactor '${def.name}' step '${step.name}': input validation failed (${step.input.name}): ${describeFieldErrors(fieldErrors)}`,
@@ -89,7 +90,7 @@ export async function runStep(scope: RunScope, step: StepDefinition): Promise<St
     let outcome = await kind.invoke(scope, step, args, attempt);
 
     if ((outcome instanceof Success || outcome instanceof Skipped) && step.output) {
-      const fieldErrors = await validateDto(step.output, outcome.value);
+      const fieldErrors = await validateContract(step.output, outcome.value);
       if (Object.keys(fieldErrors).length > 0) {
         outcome = new Failure(
           new InputValidationError(

@@ -1,8 +1,10 @@
 import { plainToInstance } from 'class-transformer';
 import { validate, type ValidationError } from 'class-validator';
+import type { StepContract } from '../definition/contract-spec';
 import type { InputDefinition } from '../definition/input-spec';
 import type { DtoClass } from '../definition/step';
 import type { FieldErrors } from '../errors/input-validation.error';
+import { checkConstraints, checkType } from './check-value';
 
 /** Validate a value against a class-validator DTO; returns field errors keyed by dotted path. */
 export async function validateDto(dto: DtoClass, value: unknown, prefix = ''): Promise<FieldErrors> {
@@ -52,20 +54,52 @@ export async function validateReactorInputs(
       else if (!def.optional) errors[def.name] = ['is missing'];
       continue;
     }
-    const value = given[def.name];
-    inputs[def.name] = value;
-    if (value === null) {
-      if (!def.optional) errors[def.name] = ['must not be null'];
-      continue;
-    }
-    const typeError = checkType(def, value);
-    if (typeError) {
-      errors[def.name] = [typeError];
-      continue;
-    }
-    if (def.dto) Object.assign(errors, await validateDto(def.dto, value, def.name));
+    inputs[def.name] = own;
+    Object.assign(errors, await validateValue(def, own, def.name));
   }
   return { inputs, errors };
+}
+
+/**
+ * Field errors of one present value against a short form or DTO declaration, keyed by `path`:
+ * `null` fails a required one; then the type, then every constraint, then the DTO.
+ */
+async function validateValue(def: InputDefinition, value: unknown, path: string): Promise<FieldErrors> {
+  if (value === null) return def.optional ? {} : { [path]: ['must not be null'] };
+  const typeError = checkType(def.type, value);
+  if (typeError) return { [path]: [typeError] };
+  const violations = checkConstraints(def.constraints, value);
+  if (violations.length > 0) return { [path]: violations };
+  return def.dto ? validateDto(def.dto, value, path) : {};
+}
+
+/**
+ * A step's arguments with its input contract's defaults: each short-form field with a default
+ * gets it when its argument is missing, `undefined` or `null` (as a reactor input does).
+ */
+export function applyContractDefaults(contract: StepContract, args: Record<string, unknown>): Record<string, unknown> {
+  if (contract.kind !== 'fields' || !contract.fields.some((f) => f.hasDefault)) return args;
+  const out = { ...args };
+  for (const field of contract.fields) {
+    if (field.hasDefault && (out[field.name] === undefined || out[field.name] === null))
+      out[field.name] = structuredClone(field.default);
+  }
+  return out;
+}
+
+/**
+ * Field errors of `value` against a step contract: a DTO class, a record of short forms (fields
+ * of an object value, keyed by field name) or one short form (the value itself, keyed `(value)`).
+ */
+export async function validateContract(contract: StepContract, value: unknown): Promise<FieldErrors> {
+  if (contract.kind === 'dto') return validateDto(contract.dto, value);
+  if (contract.kind === 'value') {
+    if (value === undefined) return contract.field.optional ? {} : { '(value)': ['is missing'] };
+    return validateValue(contract.field, value, '(value)');
+  }
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return { '(value)': ['must be an object'] };
+  const { errors } = await validateReactorInputs(contract.fields, value);
+  return errors;
 }
 
 const PROTO = '__proto__';
@@ -93,29 +127,6 @@ export function withoutProtoKeys(value: unknown, depth = 0): unknown {
     if (key !== PROTO) out[key] = withoutProtoKeys((value as Record<string, unknown>)[key], depth + 1);
   }
   return out;
-}
-
-function checkType(def: InputDefinition, value: unknown): string | undefined {
-  switch (def.type) {
-    case 'string':
-      return typeof value === 'string' ? undefined : 'must be a string';
-    case 'number':
-      return typeof value === 'number' && Number.isFinite(value) ? undefined : 'must be a finite number';
-    case 'integer':
-      return Number.isInteger(value) ? undefined : 'must be an integer';
-    case 'boolean':
-      return typeof value === 'boolean' ? undefined : 'must be a boolean';
-    case 'array':
-      return Array.isArray(value) ? undefined : 'must be an array';
-    case 'object':
-      return typeof value === 'object' && !Array.isArray(value) ? undefined : 'must be an object';
-    case 'date':
-      return typeof value === 'string' && !Number.isNaN(Date.parse(value))
-        ? undefined
-        : 'must be an ISO-8601 date string';
-    default:
-      return undefined;
-  }
 }
 
 /** Summarize field errors for a message, without values (so nothing redacted can leak). */
