@@ -1,3 +1,4 @@
+import type { ReactorMiddleware } from '../middleware/events';
 import type { StepContract } from './contract-spec';
 import type { ArgSource } from './ref';
 import type { InputDefinition } from './input-spec';
@@ -83,7 +84,16 @@ export interface ReactorOptions {
    * it started with, until the old version's runs drain. @default '1'
    */
   version?: string | number;
+  /**
+   * Middleware of this reactor's runs, after the module's global middleware (the reference's
+   * order). An instance is shared by every run; a class is instantiated (without arguments) once
+   * per execution, for middleware that keeps per-run state.
+   */
+  middleware?: ReadonlyArray<ReactorMiddlewareEntry>;
 }
+
+/** A reactor's middleware: an instance, or a class instantiated per execution. */
+export type ReactorMiddlewareEntry = ReactorMiddleware | (new () => ReactorMiddleware);
 
 /**
  * A validated, immutable reactor definition: inputs, steps in declaration order, and the ref the
@@ -102,6 +112,8 @@ export interface ReactorDefinition<I = unknown, O = unknown> {
   readonly description?: string;
   /** The reactor's version (see {@link ReactorOptions.version}). */
   readonly version: string;
+  /** This reactor's own middleware (see {@link ReactorOptions.middleware}). */
+  readonly middleware: readonly ReactorMiddlewareEntry[];
   /** Stable hash of the definition's shape; stored with each run. */
   readonly hash: string;
   /** @internal phantom types. */

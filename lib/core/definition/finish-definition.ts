@@ -99,6 +99,14 @@ export function finishDefinition<I, O>(
     fail(`maxConcurrency must be an integer >= 1 (got ${String(options.maxConcurrency)})`);
   }
   checkBackground(options.background, names, fail);
+  const middleware = options.middleware ?? [];
+  if (!Array.isArray(middleware)) fail('middleware must be an array of middleware instances or classes');
+  middleware.forEach((entry, i) => {
+    const ok =
+      typeof entry === 'function' ||
+      (typeof entry === 'object' && entry !== null && typeof (entry as { onEvent?: unknown }).onEvent === 'function');
+    if (!ok) fail(`middleware[${i}] must be an object with an onEvent method, or a class of one`);
+  });
 
   const inputs = [...inputDefs.values()];
   const hash = definitionHash(reactorName, inputs, steps, returns, options.background);
@@ -112,6 +120,7 @@ export function finishDefinition<I, O>(
     background: options.background,
     description: options.description,
     version: String(options.version ?? '1'),
+    middleware: Object.freeze([...middleware]),
     hash,
   });
 }

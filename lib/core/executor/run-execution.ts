@@ -141,7 +141,7 @@ export class RunExecution extends RunScope implements NestedExecution {
 
   private async executeSteps(resumed: boolean): Promise<RunOutcome> {
     const { state } = this;
-    if (!this.env.middleware.empty) {
+    if (!this.middleware.empty) {
       await this.emit({
         type: 'reactor.start',
         resumed,

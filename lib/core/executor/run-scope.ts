@@ -4,6 +4,7 @@ import type { StepContext } from '../definition/step';
 import { elementJobs } from '../map/element-jobs';
 import { hydrateMapValue, storesMapMarker } from '../map/map-results';
 import type { ReactorEvent } from '../middleware/events';
+import type { MiddlewareRunner } from '../middleware/middleware-runner';
 import type { RunState, TraceEntry } from '../model/run-state';
 import type { JobKind } from '../ports/job-dispatcher.port';
 import type { MapStore } from '../ports/map-store.port';
@@ -124,9 +125,20 @@ export abstract class RunScope implements StepScope {
     this.state.trace.push(entry as TraceEntry);
   }
 
+  /** The middleware of this execution: the global ones, then the reactor's own (classes instantiated once here). */
+  get middleware(): MiddlewareRunner {
+    if (this.runner === undefined) {
+      const own = this.def.middleware.map((entry) => (typeof entry === 'function' ? new entry() : entry));
+      this.runner = this.env.middleware.with(own);
+    }
+    return this.runner;
+  }
+
+  private runner: MiddlewareRunner | undefined;
+
   async emit(event: RunEvent): Promise<void> {
-    if (this.env.middleware.empty) return;
-    await this.env.middleware.emit({
+    if (this.middleware.empty) return;
+    await this.middleware.emit({
       ...event,
       runId: this.state.runId,
       reactorName: this.def.name,
@@ -135,7 +147,7 @@ export abstract class RunScope implements StepScope {
   }
 
   async emitStep(step: StepDefinition, event: StepEvent): Promise<void> {
-    if (this.env.middleware.empty) return;
+    if (this.middleware.empty) return;
     await this.emit({ ...event, step: step.name } as RunEvent);
   }
 }

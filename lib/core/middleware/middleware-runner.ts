@@ -16,6 +16,11 @@ export class MiddlewareRunner {
     return this.middleware.length === 0;
   }
 
+  /** A runner delivering to this one's middleware, then to `more` (a reactor's own, after the global ones). */
+  with(more: readonly ReactorMiddleware[]): MiddlewareRunner {
+    return more.length === 0 ? this : new MiddlewareRunner([...this.middleware, ...more], this.sink);
+  }
+
   async emit(event: ReactorEvent): Promise<void> {
     for (const mw of this.middleware) {
       try {
