@@ -67,7 +67,7 @@ export type {
 export type { MapResults, ElementOutcome } from './core';
 export { Ref } from './core';
 export type { ArgRefs, Path, PathValue } from './core';
-export type { ReactorDefinition, ReactorOptions, BackgroundOption } from './core';
+export type { ReactorDefinition, ReactorOptions, ReactorMiddlewareEntry, BackgroundOption } from './core';
 export type { ReactorBlueprint, ReactorClass, ReactorInputOf, ReactorOutputOf } from './core';
 export type { StepHandler, StepContext, StepOptions, InlineStep, StepClass, DtoClass } from './core';
 export type { InputOptions, InputSpec, InputType } from './core';
