@@ -103,6 +103,11 @@ export interface ReactorModuleOptions {
   unknownReactorRetries?: number;
   /** @default 20000 */
   unknownReactorDelayMs?: number;
+  /**
+   * How long a `run`/`start` `idempotencyKey` keeps pointing at the run it started; at most
+   * `contextTtlMs` (a key must not outlive its run). @default contextTtlMs
+   */
+  idempotencyWindowMs?: number;
 }
 
 /** {@link ReactorModuleOptions} after validation, with every default applied. */
@@ -126,6 +131,7 @@ export interface ResolvedReactorModuleOptions {
   readonly connectTimeoutMs: number;
   readonly unknownReactorRetries: number;
   readonly unknownReactorDelayMs: number;
+  readonly idempotencyWindowMs: number;
 }
 
 /**

@@ -52,6 +52,7 @@ export function createReactorEngine(
     maxContextBytes: options.maxContextBytes,
     unknownReactorRetries: options.unknownReactorRetries,
     unknownReactorDelayMs: options.unknownReactorDelayMs,
+    idempotencyWindowMs: options.idempotencyWindowMs,
     snoozeDelayMs: options.snoozeDelayMs,
     logger: nestEngineLogger(new Logger(REACTOR_LOGGER_CONTEXT)),
   });

@@ -50,6 +50,7 @@ const KNOWN_OPTIONS: ReadonlyArray<keyof ReactorModuleOptions> = [
   'connectTimeoutMs',
   'unknownReactorRetries',
   'unknownReactorDelayMs',
+  'idempotencyWindowMs',
 ];
 
 /**
@@ -65,6 +66,11 @@ export function resolveReactorModuleOptions(raw: ReactorModuleOptions | undefine
       throw new ConfigurationError(messages.optionUnknown(key, KNOWN_OPTIONS), key);
   }
   const d = REACTOR_MODULE_DEFAULTS;
+  const contextTtlMs = integer('contextTtlMs', options.contextTtlMs, d.contextTtlMs, 1);
+  const idempotencyWindowMs = integer('idempotencyWindowMs', options.idempotencyWindowMs, contextTtlMs, 1);
+  if (idempotencyWindowMs > contextTtlMs) {
+    throw invalidOption('idempotencyWindowMs', `an integer <= contextTtlMs (${contextTtlMs})`, idempotencyWindowMs);
+  }
   return Object.freeze({
     redis: resolveRedis(options.redis),
     prefix: resolvePrefix(options.prefix),
@@ -83,13 +89,14 @@ export function resolveReactorModuleOptions(raw: ReactorModuleOptions | undefine
     workers: boolean('workers', options.workers, d.workers),
     workerConcurrency: integer('workerConcurrency', options.workerConcurrency, d.workerConcurrency, 1),
     jobRetryCount: integer('jobRetryCount', options.jobRetryCount, d.jobRetryCount, 0),
-    contextTtlMs: integer('contextTtlMs', options.contextTtlMs, d.contextTtlMs, 1),
+    contextTtlMs,
     maxContextBytes: integer('maxContextBytes', options.maxContextBytes, d.maxContextBytes, 1),
     shards: integerInRange('shards', options.shards, d.shards, 1, 16384),
     shutdownGraceMs: integer('shutdownGraceMs', options.shutdownGraceMs, d.shutdownGraceMs, 0),
     connectTimeoutMs: integer('connectTimeoutMs', options.connectTimeoutMs, d.connectTimeoutMs, 1),
     unknownReactorRetries: integer('unknownReactorRetries', options.unknownReactorRetries, d.unknownReactorRetries, 0),
     unknownReactorDelayMs: integer('unknownReactorDelayMs', options.unknownReactorDelayMs, d.unknownReactorDelayMs, 0),
+    idempotencyWindowMs,
   });
 }
 

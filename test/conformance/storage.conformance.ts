@@ -456,6 +456,27 @@ export function describeStorageConformance(name: string, factory: AdapterFactory
       });
     });
 
+    describe('idempotency keys', () => {
+      it('bind a key to the first run id, per reactor, until the window ends', async () => {
+        const key = `order-${newRunId()}`;
+        await expect(h.storage.claimIdempotencyKey!('checkout', key, 'run-1', short())).resolves.toBe('run-1');
+        await expect(h.storage.claimIdempotencyKey!('checkout', key, 'run-2', short())).resolves.toBe('run-1');
+        await expect(h.storage.claimIdempotencyKey!('refund', key, 'run-3', short())).resolves.toBe('run-3');
+        // A key with the characters of a Redis hash tag is only a key.
+        await expect(h.storage.claimIdempotencyKey!('checkout', `{${key}}`, 'run-4', short())).resolves.toBe('run-4');
+        await letTimePass(h, short());
+        await expect(h.storage.claimIdempotencyKey!('checkout', key, 'run-5', short())).resolves.toBe('run-5');
+      });
+
+      it('give concurrent callers one run id', async () => {
+        const key = `order-${newRunId()}`;
+        const ids = await Promise.all(
+          Array.from({ length: 10 }, (_, i) => h.storage.claimIdempotencyKey!('checkout', key, `run-${i}`, LONG_TTL)),
+        );
+        expect(new Set(ids).size).toBe(1);
+      });
+    });
+
     describe('size limit', () => {
       it('throws ContextTooLargeError over maxContextBytes, counting UTF-8 bytes, and writes nothing', async () => {
         const limited = await harnessWith({ maxContextBytes: 2000 });

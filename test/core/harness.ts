@@ -24,6 +24,7 @@ export function createHarness(options: Partial<ReactorEngineOptions> = {}) {
     sizeOf: (state) => storage.sizeOf?.(state),
     requestCancel: (id, reason) => storage.requestCancel(id, reason),
     cancelRequest: (state) => storage.cancelRequest(state),
+    claimIdempotencyKey: (reactor, key, runId, ttl) => storage.claimIdempotencyKey(reactor, key, runId, ttl),
   };
   const engine = new ReactorEngine({
     storage: counting,

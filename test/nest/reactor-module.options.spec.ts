@@ -148,7 +148,13 @@ describe('ReactorModule options', () => {
       connectTimeoutMs: 10_000,
       unknownReactorRetries: 30,
       unknownReactorDelayMs: 20_000,
+      idempotencyWindowMs: 86_400_000,
     });
+    // The idempotency window follows contextTtlMs, and may not outlive it.
+    expect(resolveReactorModuleOptions({ contextTtlMs: 5_000 }).idempotencyWindowMs).toBe(5_000);
+    expect(() => resolveReactorModuleOptions({ contextTtlMs: 5_000, idempotencyWindowMs: 6_000 })).toThrow(
+      /idempotencyWindowMs/,
+    );
     expect(resolveReactorModuleOptions({ sweeper: { enabled: false } }).sweeper).toEqual({
       enabled: false,
       intervalMs: 30_000,

@@ -33,6 +33,8 @@ export const ENGINE_DEFAULTS = {
   unknownReactorDeferrals: 30,
   /** ...this long apart (30 x 20 s: ten minutes for a deploy to bring a worker that knows it). */
   unknownReactorDelayMs: 20_000,
+  /** How long an idempotency key keeps pointing at its run (the default record retention). */
+  idempotencyWindowMs: 24 * 60 * 60 * 1000,
 } as const;
 
 /** Options of {@link ReactorEngine}. */
@@ -71,12 +73,26 @@ export interface ReactorEngineOptions {
   logger?: EngineLogger;
   /** Run id factory. @default crypto.randomUUID */
   newRunId?: () => string;
+  /**
+   * How long a `run`/`start` idempotency key keeps pointing at the run it started. Keep it within
+   * the storage's record retention (`contextTtlMs`), or a key may outlive its run. @default 24 h
+   */
+  idempotencyWindowMs?: number;
 }
 
 /** Options of one run. */
 export interface RunOptions {
-  /** Use this run id instead of a new UUID; a run with this id must not exist. */
+  /**
+   * Use this run id instead of a new UUID. When a run with this id exists (of the same reactor),
+   * it is returned (`replayed: true`) instead of starting another.
+   */
   runId?: string;
+  /**
+   * Start at most one run per key and reactor within the engine's `idempotencyWindowMs`: a later
+   * call with the key returns the first run (`replayed: true`; `run` waits for it to finish)
+   * instead of starting a second saga. Concurrent callers with one key start one run.
+   */
+  idempotencyKey?: string;
 }
 
 /** The parts every engine collaborator may be given: the ports and the resolved settings. */
@@ -91,4 +107,5 @@ export interface EngineParts {
   readonly leaseTtlMs: number;
   readonly checkpointMinIntervalMs?: number;
   readonly maxContextBytes?: number;
+  readonly idempotencyWindowMs: number;
 }

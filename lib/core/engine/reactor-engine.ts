@@ -57,6 +57,7 @@ export class ReactorEngine {
       leaseTtlMs: options.leaseTtlMs ?? ENGINE_DEFAULTS.leaseTtlMs,
       checkpointMinIntervalMs: options.checkpointMinIntervalMs,
       maxContextBytes: options.maxContextBytes,
+      idempotencyWindowMs: options.idempotencyWindowMs ?? ENGINE_DEFAULTS.idempotencyWindowMs,
     };
     const snoozeDelayMs = options.snoozeDelayMs ?? ENGINE_DEFAULTS.snoozeDelayMs;
     const dispatch = new Dispatch(options.dispatcher, snoozeDelayMs, options.snoozeJitterMs ?? snoozeDelayMs);
@@ -65,7 +66,7 @@ export class ReactorEngine {
     this.waiters = new Waiters(parts.storage, parts.clock);
     this.viewer = new RunViewer(this.registry, parts.maps);
     const executions = new Executions(parts, this.registry, dispatch, leases, this.waiters, this.viewer);
-    this.starter = new RunStarter(parts, this.registry, dispatch, leases, executions, options.newRunId);
+    this.starter = new RunStarter(parts, this.registry, dispatch, leases, executions, this.waiters, options.newRunId);
     this.runJobs = new RunJobs(
       parts.storage,
       parts.clock,

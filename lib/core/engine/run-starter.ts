@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { ReactorDefinition } from '../definition/definition';
 import { redactInputs } from '../definition/redaction';
+import { ConfigurationError } from '../errors/configuration.error';
 import { InputValidationError } from '../errors/input-validation.error';
 import { InvalidRunStateError, LeaseLostError } from '../errors/run-state.error';
 import { UnstorableValueError } from '../errors/unstorable-value.error';
@@ -8,7 +9,7 @@ import { errorMessage, runFailure, type FieldErrors } from '../model/failure';
 import { jsonProblem } from '../model/json-values';
 import { runLeaseKey } from '../model/keys';
 import { checkRunId } from './run-id';
-import { newRunState, type RunState } from '../model/run-state';
+import { isTerminal, newRunState, type RunState } from '../model/run-state';
 import type { Lease } from '../ports/lock-manager.port';
 import { outcomeOf, type RunOutcome } from '../results/run-outcome';
 import { describeFieldErrors, validateReactorInputs } from '../validation/validate';
@@ -17,6 +18,7 @@ import type { EngineParts, RunOptions } from './engine-options';
 import type { Executions } from './executions';
 import type { LeaseKeeper } from './lease-keeper';
 import type { DefinitionRegistry } from './registry';
+import type { Waiters } from './waiters';
 
 /** Starting runs: validate inputs, store the new run, then execute it here or hand it to a worker. */
 export class RunStarter {
@@ -26,6 +28,7 @@ export class RunStarter {
     private readonly dispatch: Dispatch,
     private readonly leases: LeaseKeeper,
     private readonly executions: Executions,
+    private readonly waiters: Waiters,
     private readonly newRunId: () => string = randomUUID,
   ) {}
 
@@ -34,6 +37,12 @@ export class RunStarter {
     const def = this.resolveTarget(target);
     const background = def.background !== undefined && 'all' in def.background;
     const prepared = await this.prepare(def, input, options, background ? 'handoff' : 'caller');
+    if (prepared.replayed) {
+      // The first call's run: its outcome once it has one (the first caller may still be running it).
+      const { state } = prepared;
+      const settled = isTerminal(state.status) || background ? state : await this.waiters.until(state.runId);
+      return { ...outcomeOf<O>(settled), replayed: true };
+    }
     if (prepared.state.status === 'failed' || background) return outcomeOf<O>(prepared.state);
     return (await this.executions.execute(def, prepared.state, prepared.lease!, 'caller', false)) as RunOutcome<O>;
   }
@@ -42,7 +51,42 @@ export class RunStarter {
   async start<I, O>(target: ReactorDefinition<I, O> | string, input: I, options: RunOptions): Promise<RunOutcome<O>> {
     const def = this.resolveTarget(target);
     const prepared = await this.prepare(def, input, options, 'handoff');
-    return outcomeOf<O>(prepared.state);
+    const outcome = outcomeOf<O>(prepared.state);
+    return prepared.replayed ? { ...outcome, replayed: true } : outcome;
+  }
+
+  /**
+   * The run id of a new run: `options.runId`, else a new one; with an idempotency key, the id the
+   * key is bound to (this one, when the key is new).
+   */
+  private async runIdFor(def: ReactorDefinition, options: RunOptions): Promise<string> {
+    const runId = options.runId ?? this.newRunId();
+    checkRunId(runId);
+    const key = options.idempotencyKey;
+    if (key === undefined) return runId;
+    if (typeof key !== 'string' || key.length === 0 || key.length > 512) {
+      throw new ConfigurationError(
+        `Reactor '${def.name}': idempotencyKey must be a non-empty string of at most 512 characters.`,
+      );
+    }
+    const { storage, idempotencyWindowMs } = this.parts;
+    if (!storage.claimIdempotencyKey) {
+      throw new ConfigurationError(`Reactor '${def.name}': this storage adapter does not support idempotency keys.`);
+    }
+    return storage.claimIdempotencyKey(def.name, key, runId, idempotencyWindowMs);
+  }
+
+  /** The stored run with this id, to return instead of a second one; refused for another reactor's run. */
+  private async existing(def: ReactorDefinition, runId: string): Promise<RunState | undefined> {
+    const state = await this.parts.storage.load(runId);
+    if (state && state.reactorName !== def.name) {
+      throw new InvalidRunStateError(
+        `A run with id '${runId}' exists for reactor '${state.reactorName}', not '${def.name}'; run ids must be unique.`,
+        runId,
+        'exists',
+      );
+    }
+    return state;
   }
 
   private resolveTarget(target: ReactorDefinition | string): ReactorDefinition {
@@ -99,10 +143,14 @@ export class RunStarter {
     input: I,
     options: RunOptions,
     mode: 'caller' | 'handoff',
-  ): Promise<{ state: RunState; lease?: Lease }> {
+  ): Promise<{ state: RunState; lease?: Lease; replayed?: boolean }> {
     const { clock, middleware } = this.parts;
-    const runId = options.runId ?? this.newRunId();
-    checkRunId(runId);
+    const runId = await this.runIdFor(def, options);
+    // A key bound by an earlier call, or a given id: the run may exist already.
+    if (options.idempotencyKey !== undefined || options.runId !== undefined) {
+      const found = await this.existing(def, runId);
+      if (found) return { state: found, replayed: true };
+    }
     const { inputs, errors } = await validateReactorInputs(def.inputs, input);
     const state = newRunState(def, runId, inputs, clock.now());
     let lease: Lease | undefined;
@@ -126,6 +174,9 @@ export class RunStarter {
       );
     }
     if (!created) {
+      // Created by a concurrent call with the same key or id between our look and our write.
+      const found = await this.existing(def, runId);
+      if (found) return { state: found, replayed: true };
       throw new InvalidRunStateError(
         `A run with id '${runId}' already exists; run ids must be unique.`,
         runId,

@@ -65,6 +65,12 @@ export interface ReactorStorage {
    */
   requestCancel?(runId: string, reason: string): Promise<RunStatus | undefined>;
   /**
+   * Bind an idempotency key of a reactor to `runId` for `ttlMs`, unless it is bound already:
+   * returns the run id the key is bound to (`runId` for the first caller). Atomic: of concurrent
+   * callers with one key, one binds it. A durable adapter does it in one round trip.
+   */
+  claimIdempotencyKey?(reactorName: string, key: string, runId: string, ttlMs: number): Promise<string>;
+  /**
    * The cancel request that the last save or load of this state object found stored with the run,
    * if any (no round trip: the checkpoint reports it).
    */

@@ -12,6 +12,11 @@ interface RunOutcomeBase {
   trace: TraceEntry[];
   /** Attempts made per step. */
   attempts: Record<string, number>;
+  /**
+   * Set when `run`/`start` found the run already started (the same `idempotencyKey` or `runId`)
+   * and returned it instead of starting another.
+   */
+  replayed?: true;
 }
 
 /** The run finished; {@link value} is the returned ref's value, or the map of all results. */

@@ -71,6 +71,8 @@ export class MemoryReactorStorage implements ReactorStorage {
   private readonly written = new WeakMap<RunState, Written>();
   /** The cancel request the last save or load of each state object found. */
   private readonly cancels = new WeakMap<RunState, string>();
+  /** Idempotency keys (reactor and key, as JSON) and the run each is bound to, until it expires. */
+  private readonly idempotency = new Map<string, { runId: string; expiresAt: number }>();
 
   constructor(options: MemoryReactorStorageOptions = {}) {
     this.locks = options.locks;
@@ -104,6 +106,15 @@ export class MemoryReactorStorage implements ReactorStorage {
 
   cancelRequest(state: RunState): string | undefined {
     return this.cancels.get(state);
+  }
+
+  async claimIdempotencyKey(reactorName: string, key: string, runId: string, ttlMs: number): Promise<string> {
+    const name = JSON.stringify([reactorName, key]);
+    const now = this.clock.now();
+    const bound = this.idempotency.get(name);
+    if (bound && bound.expiresAt > now) return bound.runId;
+    this.idempotency.set(name, { runId, expiresAt: now + normalizeTtlMs(ttlMs, 'idempotencyWindowMs') });
+    return runId;
   }
 
   async load(runId: string): Promise<RunState | undefined> {

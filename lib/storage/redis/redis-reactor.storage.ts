@@ -135,6 +135,22 @@ export class RedisReactorStorage implements ReactorStorage {
   }
 
   /**
+   * Bind an idempotency key to a run id unless bound: one command (`claimIdempotencyKey-1.lua`) on
+   * `<prefix>:{idem:<reactor>:<key>}`, expiring after `ttlMs`.
+   */
+  async claimIdempotencyKey(reactorName: string, key: string, runId: string, ttlMs: number): Promise<string> {
+    const ttl = normalizeTtlMs(ttlMs, 'idempotencyWindowMs');
+    const name = `${encodeURIComponent(reactorName)}:${encodeURIComponent(key)}`;
+    const reply = await runScript(
+      this.redis,
+      'claimIdempotencyKey',
+      [this.keys.coordinationKey('idem', name)],
+      [runId, ttl],
+    );
+    return String(reply);
+  }
+
+  /**
    * Read the run: one `HGET`. A missing record returns `undefined` and is dropped from the
    * active index (one more command, `forgetIfMissing-2.lua`), so entries whose record outlived
    * its retention TTL while non-terminal heal as sweepers read them.
