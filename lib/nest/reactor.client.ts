@@ -103,6 +103,18 @@ export class ReactorClient {
   }
 
   /**
+   * Retry a failed run. One that was rolled back starts again as a new run with the same inputs,
+   * handed to a worker and linked to the first (`get(newRunId).retriedFrom`, `retryCount`); one
+   * that stopped without a rollback (its job's retries ran out, `JOB_RETRIES_EXHAUSTED`) resumes
+   * from its failed step with its completed steps kept. Refused for a run that is not failed.
+   * Resolves `dispatched`, with the run id to `wait` for.
+   */
+  async retry(runId: string): Promise<RunOutcome> {
+    this.assertExplored('retry');
+    return this.engine.retry(runId);
+  }
+
+  /**
    * Cancel a run that has not finished (running, waiting or paused): it stops at its next step
    * boundary (a step in flight finishes), its completed steps are undone newest first, and it ends
    * `cancelled` with `reason`. Refused with `InvalidRunStateError` for a finished run (use

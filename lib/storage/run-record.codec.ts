@@ -386,7 +386,15 @@ function changed(
 /** What never changes in a run once it is created. */
 type Identity = Pick<
   RunState,
-  'schemaVersion' | 'runId' | 'reactorName' | 'definitionHash' | 'reactorVersion' | 'redactedInputs' | 'createdAt'
+  | 'schemaVersion'
+  | 'runId'
+  | 'reactorName'
+  | 'definitionHash'
+  | 'reactorVersion'
+  | 'redactedInputs'
+  | 'retriedFrom'
+  | 'retryCount'
+  | 'createdAt'
 >;
 
 function identity(state: RunState): Identity {
@@ -397,6 +405,8 @@ function identity(state: RunState): Identity {
     definitionHash: state.definitionHash,
     reactorVersion: state.reactorVersion,
     redactedInputs: state.redactedInputs,
+    retriedFrom: state.retriedFrom,
+    retryCount: state.retryCount,
     createdAt: state.createdAt,
   };
 }
@@ -410,6 +420,8 @@ function sameIdentity(stored: Identity | undefined, state: RunState): boolean {
     stored.definitionHash === state.definitionHash &&
     stored.reactorVersion === state.reactorVersion &&
     stored.redactedInputs === state.redactedInputs &&
+    stored.retriedFrom === state.retriedFrom &&
+    stored.retryCount === state.retryCount &&
     stored.createdAt === state.createdAt
   );
 }

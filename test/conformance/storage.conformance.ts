@@ -40,11 +40,12 @@ export function describeStorageConformance(name: string, factory: AdapterFactory
       });
 
       it("round-trips the inputs a run was given from a redacted value, its own and its children's", async () => {
-        const state = makeRunState({ redactedInputs: ['card'] });
+        const state = makeRunState({ redactedInputs: ['card'], retriedFrom: 'run-0', retryCount: 2 });
         state.children = { pay: makeRunState({ runId: `${state.runId}:pay`, redactedInputs: ['token'] }) };
         await expect(h.storage.save(state)).resolves.toBe(true);
         const loaded = await h.storage.load(state.runId);
         expect(loaded?.redactedInputs).toEqual(['card']);
+        expect(loaded).toMatchObject({ retriedFrom: 'run-0', retryCount: 2 });
         expect(loaded?.children.pay.redactedInputs).toEqual(['token']);
         expect(loaded).toEqual(state);
       });

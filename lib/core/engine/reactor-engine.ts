@@ -83,7 +83,7 @@ export class ReactorEngine {
       },
     );
     this.mapJobs = new MapJobs(parts, this.registry, dispatch, leases, executions);
-    this.control = new RunControl(parts, this.registry, leases, executions, this.waiters);
+    this.control = new RunControl(parts, this.registry, leases, executions, this.waiters, this.starter, dispatch);
     this.recovery = new Recovery(parts, dispatch, this.mapJobs);
   }
 
@@ -162,6 +162,17 @@ export class ReactorEngine {
   async cancel(runId: string, reason = 'cancelled'): Promise<RunOutcome> {
     checkRunId(runId);
     return guarded('cancel', () => this.control.cancel(runId, reason));
+  }
+
+  /**
+   * Retry a failed run. One that was rolled back starts again as a new run with the same inputs,
+   * linked to it (`retriedFrom`, `retryCount`), handed to a worker. One that stopped without a
+   * rollback (its job's retries ran out: `JOB_RETRIES_EXHAUSTED`) resumes from its failed step,
+   * its completed steps kept. Refused for a run that is not failed.
+   */
+  async retry(runId: string): Promise<RunOutcome> {
+    checkRunId(runId);
+    return guarded('retry', () => this.control.retry(runId));
   }
 
   /**

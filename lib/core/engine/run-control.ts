@@ -9,7 +9,9 @@ import { outcomeOf, type RunOutcome } from '../results/run-outcome';
 import type { EngineParts } from './engine-options';
 import type { Executions } from './executions';
 import type { LeaseKeeper } from './lease-keeper';
+import type { Dispatch } from './dispatch';
 import type { DefinitionRegistry } from './registry';
+import type { RunStarter } from './run-starter';
 import type { Waiters } from './waiters';
 
 const UNDOABLE: readonly RunStatus[] = ['completed', 'halted', 'failed', 'paused'];
@@ -22,7 +24,64 @@ export class RunControl {
     private readonly leases: LeaseKeeper,
     private readonly executions: Executions,
     private readonly waiters: Waiters,
+    private readonly starter: RunStarter,
+    private readonly dispatch: Dispatch,
   ) {}
+
+  /**
+   * Retry a failed run: a new linked run when it was rolled back; a resume from its failed step
+   * when it stopped without a rollback (job retries exhausted). See `ReactorEngine.retry`.
+   */
+  async retry(runId: string): Promise<RunOutcome> {
+    const state = await this.parts.storage.load(runId);
+    if (!state) throw new RunNotFoundError(runId);
+    if (state.status !== 'failed') {
+      throw new InvalidRunStateError(
+        `Run '${runId}' is ${state.status}; only a failed run can be retried.`,
+        runId,
+        state.status,
+      );
+    }
+    if (state.failure?.code === 'JOB_RETRIES_EXHAUSTED') return this.resumeFailed(runId);
+    if (state.undoStack.length > 0) {
+      throw new InvalidRunStateError(
+        `Run '${runId}' failed (${state.failure?.code ?? 'unknown'}) without a rollback; undo it (client.undo) before starting it again.`,
+        runId,
+        state.status,
+      );
+    }
+    const def = this.registry.get(state.reactorName);
+    const count = (state.retryCount ?? 0) + 1;
+    return this.starter.start(def, state.inputs, {}, { runId: state.runId, count });
+  }
+
+  /** Reopen a run whose job's retries ran out and hand it to a worker, from its failed step. */
+  private async resumeFailed(runId: string): Promise<RunOutcome> {
+    const { storage, leaseTtlMs, clock } = this.parts;
+    const lease = this.leases.newLease(runLeaseKey(runId));
+    const claim = await storage.acquireAndLoad(runId, lease, leaseTtlMs);
+    if (!claim.acquired) {
+      throw new InvalidRunStateError(`Run '${runId}' is being handled in some process; retry it later.`, runId, 'running');
+    }
+    let released = false;
+    try {
+      const state = claim.state;
+      if (!state) throw new RunNotFoundError(runId);
+      if (state.status !== 'failed') return outcomeOf(state);
+      state.status = 'running';
+      state.handoff = { mode: 'all' };
+      delete state.failure;
+      delete state.finishedAt;
+      delete state.retryAt; // the failed step runs again now
+      state.updatedAt = clock.now();
+      await storage.save(state, { lease, leaseTtlMs, reopen: true, releaseLease: true });
+      released = true;
+      await this.dispatch.resume(runId, state.reactorName);
+      return outcomeOf(state);
+    } finally {
+      if (!released) await this.leases.releaseQuietly(lease);
+    }
+  }
 
   /**
    * Undo a finished run: every completed step is undone, newest first (composed children replay

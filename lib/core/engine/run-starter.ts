@@ -48,9 +48,14 @@ export class RunStarter {
   }
 
   /** Store the run and hand it to a worker; resolves once it is stored. */
-  async start<I, O>(target: ReactorDefinition<I, O> | string, input: I, options: RunOptions): Promise<RunOutcome<O>> {
+  async start<I, O>(
+    target: ReactorDefinition<I, O> | string,
+    input: I,
+    options: RunOptions,
+    retryOf?: { runId: string; count: number },
+  ): Promise<RunOutcome<O>> {
     const def = this.resolveTarget(target);
-    const prepared = await this.prepare(def, input, options, 'handoff');
+    const prepared = await this.prepare(def, input, options, 'handoff', retryOf);
     const outcome = outcomeOf<O>(prepared.state);
     return prepared.replayed ? { ...outcome, replayed: true } : outcome;
   }
@@ -143,6 +148,7 @@ export class RunStarter {
     input: I,
     options: RunOptions,
     mode: 'caller' | 'handoff',
+    retryOf?: { runId: string; count: number },
   ): Promise<{ state: RunState; lease?: Lease; replayed?: boolean }> {
     const { clock, middleware } = this.parts;
     const runId = await this.runIdFor(def, options);
@@ -153,6 +159,10 @@ export class RunStarter {
     }
     const { inputs, errors } = await validateReactorInputs(def.inputs, input);
     const state = newRunState(def, runId, inputs, clock.now());
+    if (retryOf) {
+      state.retriedFrom = retryOf.runId;
+      state.retryCount = retryOf.count;
+    }
     let lease: Lease | undefined;
     if (Object.keys(errors).length > 0) {
       failInputs(def, state, errors);

@@ -26,6 +26,9 @@ export interface RunView {
   cancellation?: { reason: string; rollbackFailures: RollbackFailure[] };
   /** Composed children, by compose step name. */
   children: Record<string, RunView>;
+  /** For a run started by `retry(runId)`: the failed run it retries, and how many retries led here. */
+  retriedFrom?: string;
+  retryCount?: number;
   createdAt: number;
   updatedAt: number;
   finishedAt?: number;
@@ -99,6 +102,7 @@ export class RunViewer {
       cancellation: state.cancellation,
       children,
       maps,
+      ...(state.retriedFrom !== undefined ? { retriedFrom: state.retriedFrom, retryCount: state.retryCount } : {}),
       createdAt: state.createdAt,
       updatedAt: state.updatedAt,
       finishedAt: state.finishedAt,

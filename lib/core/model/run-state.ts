@@ -69,6 +69,9 @@ export interface RunState {
    * shown as `[REDACTED]` like the inputs the definition declares `redact: true`. Absent when none.
    */
   redactedInputs?: string[];
+  /** Set on a run started by `retry` of a failed run: that run's id, and how many retries led here. */
+  retriedFrom?: string;
+  retryCount?: number;
   /** Validated reactor inputs (raw; redact before showing). */
   inputs: Record<string, unknown>;
   /** Step name to value, for completed and skipped steps. */
