@@ -61,7 +61,11 @@ export class RunControl {
     const lease = this.leases.newLease(runLeaseKey(runId));
     const claim = await storage.acquireAndLoad(runId, lease, leaseTtlMs);
     if (!claim.acquired) {
-      throw new InvalidRunStateError(`Run '${runId}' is being handled in some process; retry it later.`, runId, 'running');
+      throw new InvalidRunStateError(
+        `Run '${runId}' is being handled in some process; retry it later.`,
+        runId,
+        'running',
+      );
     }
     let released = false;
     try {
