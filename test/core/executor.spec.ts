@@ -450,6 +450,34 @@ describe('executor: durability hooks', () => {
     await dispatcher.idle();
   });
 
+  it.each([1, 8])(
+    'background after: the caller runs only the hand-off step and what it depends on; a sibling waits for the worker (maxConcurrency %i)',
+    async (maxConcurrency) => {
+      const { engine, dispatcher } = createHarness();
+      const where: string[] = [];
+      let inWorker = false;
+      const mark = (name: string) => () => (where.push(`${name}@${inWorker ? 'worker' : 'caller'}`), success(name));
+      const def = defineReactor(
+        'audit-after',
+        (r: ReactorBuilder<object>) => {
+          const a = r.step('load', mark('load'), {});
+          r.step('sibling', mark('sibling'), {});
+          const audit = r.step('audit', mark('audit'), {}, { waitFor: [a] });
+          r.step('notify', mark('notify'), {}, { waitFor: [audit] });
+        },
+        { background: { after: 'audit' }, maxConcurrency },
+      );
+      const outcome = await engine.run(def, {});
+      expect(outcome.status).toBe('dispatched');
+      expect(where).toEqual(['load@caller', 'audit@caller']);
+      inWorker = true;
+      const done = await engine.wait(outcome.runId, { timeoutMs: 5000 });
+      await dispatcher.idle();
+      expect(done.status).toBe('completed');
+      expect(where.slice(2).sort()).toEqual(['notify@worker', 'sibling@worker']);
+    },
+  );
+
   it('runs the steps after a background "after" point in the worker', async () => {
     const { engine, dispatcher } = createHarness();
     const where: string[] = [];

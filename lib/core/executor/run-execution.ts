@@ -249,9 +249,13 @@ export class RunExecution extends RunScope implements NestedExecution {
     const sequential = def.maxConcurrency === 1;
     const background = this.root && this.env.mode === 'caller' && this.env.enqueueResume ? def.background : undefined;
     let cancel = this.cancelRequested();
+    // `background: { after: X }`: the caller runs only X and what X depends on; a step that became
+    // ready beside them (no path to X) waits for the worker, as in the reference.
+    const callerOnly = background && 'after' in background ? upstreamOf(def, background.after) : undefined;
     // Once cancelled, only a step adopting finished work (a fan-out map's results) may still start.
     const blocked = (step: StepDefinition): boolean =>
-      cancel !== undefined && !(stepKindOf(step).adopting?.(this, step) ?? false);
+      (callerOnly !== undefined && !callerOnly.has(step.name)) ||
+      (cancel !== undefined && !(stepKindOf(step).adopting?.(this, step) ?? false));
 
     const start = (step: StepDefinition): boolean => {
       if (background && 'before' in background && background.before === step.name) {
@@ -269,9 +273,11 @@ export class RunExecution extends RunScope implements NestedExecution {
       if (!stopping) {
         if (sequential) {
           if (running.size === 0) {
-            if (wave.length === 0) wave = ready.list();
+            const startable = () => ready.list().filter((step) => !blocked(step));
+            if (wave.length === 0) wave = startable();
             let next = wave.shift();
             while (next && blocked(next)) next = wave.shift();
+            if (!next) next = (wave = startable()).shift();
             if (next) start(next);
           }
         } else {
@@ -375,4 +381,16 @@ export class RunExecution extends RunScope implements NestedExecution {
     result.failure.rollbackFailures.push(...undoFailures);
     return result;
   }
+}
+
+/** `step` and every step it depends on, transitively (by name). */
+function upstreamOf(def: ReactorDefinition, step: string): Set<string> {
+  const out = new Set<string>();
+  const visit = (name: string): void => {
+    if (out.has(name)) return;
+    out.add(name);
+    for (const dep of def.stepsByName.get(name)?.dependsOn ?? []) visit(dep);
+  };
+  visit(step);
+  return out;
 }
