@@ -7,6 +7,7 @@ import {
   getReactorMetadata,
   ReactorEngine,
   type RunOptions,
+  type UndoOptions,
   type RunView,
   ReactorError,
   ConfigurationError,
@@ -95,11 +96,13 @@ export class ReactorClient {
   /**
    * Undo a finished run: every completed step is undone, newest completion first, and the run
    * becomes `cancelled`. Undos that fail are listed in the outcome's `rollbackFailures`.
-   * Refused while the run is executing.
+   * Refused while the run is executing or rolling back. A fan-out map's elements are undone by
+   * worker jobs; `undo` waits for them (up to `options.timeoutMs`, default 30 s), so it resolves
+   * `cancelled` on every runtime; `{ wait: false }` returns at once (`dispatched`; `wait(runId)`).
    */
-  async undo(runId: string): Promise<RunOutcome> {
+  async undo(runId: string, options?: UndoOptions): Promise<RunOutcome> {
     this.assertExplored('undo');
-    return this.engine.undo(runId);
+    return this.engine.undo(runId, options);
   }
 
   /**

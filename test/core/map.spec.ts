@@ -161,8 +161,8 @@ describe.each([
     const started = await engine.run(importer({ fanOut, perJob }), { items, factor: 1 });
     const done = fanOut ? await engine.wait(started.runId, { timeoutMs: 10_000 }) : started;
     log.length = 0;
-    const undone = await engine.undo(done.runId);
-    const final = undone.status === 'cancelled' ? undone : await engine.wait(done.runId, { timeoutMs: 10_000 });
+    // In every mode undo resolves cancelled: it waits for a fan-out map's element rollback jobs.
+    const final = await engine.undo(done.runId, { timeoutMs: 10_000 });
     await dispatcher.idle();
     expect(final.status).toBe('cancelled');
     expect(log.length).toBe(12);
@@ -469,7 +469,7 @@ describe('map: rollback edge cases', () => {
     jest
       .spyOn(maps, 'elementState')
       .mockImplementation(async (mapId, index) => (index === 1 ? undefined : real(mapId, index)));
-    await engine.undo(runId);
+    await engine.undo(runId, { wait: false });
     await deliver();
     const view = await engine.get(runId);
     expect(view?.status).toBe('cancelled');
@@ -483,7 +483,7 @@ describe('map: rollback edge cases', () => {
     const { engine, locks, log, deliver, jobs, runId } = await completedFanOut(2);
     const mapId = `${runId}:reserve-all`;
     await locks.acquire(elementLeaseKey(mapId, 1), 10 * 60_000); // a duplicate of element 1 holds its lease
-    await engine.undo(runId);
+    await engine.undo(runId, { wait: false });
     await deliver();
     expect(jobs).toEqual([]);
     const view = await engine.get(runId);
@@ -496,7 +496,7 @@ describe('map: rollback edge cases', () => {
 
   it('the map sweeper re-dispatches a lost element rollback job', async () => {
     const { engine, log, deliver, jobs, runId, clock } = await completedFanOut(3);
-    await engine.undo(runId);
+    await engine.undo(runId, { wait: false });
     const lost = jobs.splice(
       jobs.findIndex((j) => j.kind === 'map-rollback' && j.index === 2),
       1,

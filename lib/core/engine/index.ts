@@ -3,3 +3,4 @@ export { ENGINE_DEFAULTS } from './engine-options';
 export type { EngineLogger, ReactorEngineOptions, RunOptions } from './engine-options';
 export type { RecoveryOptions } from './recovery';
 export type { RunView } from './run-view';
+export type { UndoOptions } from './run-control';

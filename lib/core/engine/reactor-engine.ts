@@ -16,7 +16,7 @@ import { LeaseKeeper } from './lease-keeper';
 import { MapJobs } from './map-jobs';
 import { Recovery, type RecoveryOptions } from './recovery';
 import { DefinitionRegistry } from './registry';
-import { RunControl } from './run-control';
+import { RunControl, type UndoOptions } from './run-control';
 import { RunJobs } from './run-jobs';
 import { RunStarter } from './run-starter';
 import { RunViewer, type RunView } from './run-view';
@@ -146,11 +146,13 @@ export class ReactorEngine {
 
   /**
    * Undo a finished run: every completed step is undone, newest first (composed children replay
-   * their own undos), then the run is `cancelled`. Refused while the run is executing.
+   * their own undos), then the run is `cancelled`. Refused while the run is executing or rolling
+   * back. A fan-out map's elements are undone by jobs: `undo` waits for them (bounded; see
+   * {@link UndoOptions}), so it resolves `cancelled` in every mode, unless `{ wait: false }`.
    */
-  async undo(runId: string): Promise<RunOutcome> {
+  async undo(runId: string, options: UndoOptions = {}): Promise<RunOutcome> {
     checkRunId(runId);
-    return guarded('undo', () => this.control.undo(runId));
+    return guarded('undo', () => this.control.undo(runId, options));
   }
 
   /**

@@ -16,6 +16,18 @@ import type { Waiters } from './waiters';
 
 const UNDOABLE: readonly RunStatus[] = ['completed', 'halted', 'failed', 'paused'];
 
+/** Options of `undo`. */
+export interface UndoOptions {
+  /**
+   * Wait for the end of a rollback that goes on in workers (a fan-out map's elements), so `undo`
+   * resolves `cancelled` in every mode. `false`: return at once (`dispatched`, rolling back).
+   * @default true
+   */
+  wait?: boolean;
+  /** Bound of that wait. @default the engine's wait timeout (30 s) */
+  timeoutMs?: number;
+}
+
 /** Acting on a run from outside its execution: undo a finished run, fail a run whose job died. */
 export class RunControl {
   constructor(
@@ -91,7 +103,14 @@ export class RunControl {
    * Undo a finished run: every completed step is undone, newest first (composed children replay
    * their own undos), then the run is `cancelled`. Refused while the run is executing.
    */
-  async undo(runId: string): Promise<RunOutcome> {
+  async undo(runId: string, options: UndoOptions = {}): Promise<RunOutcome> {
+    const outcome = await this.undoNow(runId);
+    // A fan-out map's elements are undone by jobs: the run is rolling back until they report.
+    if (outcome.status !== 'dispatched' || options.wait === false) return outcome;
+    return outcomeOf(await this.waiters.until(runId, { timeoutMs: options.timeoutMs }));
+  }
+
+  private async undoNow(runId: string): Promise<RunOutcome> {
     const lease = this.leases.newLease(runLeaseKey(runId));
     const claim = await this.parts.storage.acquireAndLoad(runId, lease, this.parts.leaseTtlMs);
     if (!claim.acquired) {
