@@ -97,7 +97,7 @@ export type {
   RollbackFailureReason,
 } from './core';
 export type { RunStatus, TraceEntry } from './core';
-export type { RunView, RunOptions, UndoOptions } from './core';
+export type { RunView, RunOptions, UndoOptions, ListQuery, RunList, RunSummary } from './core';
 
 // Middleware
 export type { ReactorMiddleware, ReactorEvent, ReactorEventType } from './core';

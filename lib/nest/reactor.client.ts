@@ -8,6 +8,8 @@ import {
   ReactorEngine,
   type RunOptions,
   type UndoOptions,
+  type ListQuery,
+  type RunList,
   type RunView,
   ReactorError,
   ConfigurationError,
@@ -103,6 +105,16 @@ export class ReactorClient {
   async undo(runId: string, options?: UndoOptions): Promise<RunOutcome> {
     this.assertExplored('undo');
     return this.engine.undo(runId, options);
+  }
+
+  /**
+   * The runs of a reactor, newest first, filtered by `status` and `since` (creation time), a page
+   * of `limit` (default 50) at a time; pass the returned `cursor` for the next page. Reads an index
+   * written when each run is created, never a key scan.
+   */
+  async list(query: ListQuery): Promise<RunList> {
+    this.assertExplored('list');
+    return this.engine.list(query);
   }
 
   /**

@@ -1,10 +1,10 @@
 --[[
   Ask a run to cancel: store the reason with a non-terminal run, where the process executing it
-  finds it at its next checkpoint (checkpoint-3.lua answers 3 while the field is there). A terminal
+  finds it at its next checkpoint (checkpoint-4.lua answers 3 while the field is there). A terminal
   run is left as it is.
 
   Input:
-    KEYS[1]  run record   HASH (see checkpoint-3.lua); field `cancel` gets the reason
+    KEYS[1]  run record   HASH (see checkpoint-4.lua); field `cancel` gets the reason
     ARGV[1]  reason
 
   Output: the run's status (a string), or nil when there is no run.

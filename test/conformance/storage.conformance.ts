@@ -478,6 +478,39 @@ export function describeStorageConformance(name: string, factory: AdapterFactory
       });
     });
 
+    describe('listRuns', () => {
+      it("pages a reactor's runs newest first, filtered by status and since, from the index the create writes", async () => {
+        const reactorName = `listed-${newRunId()}`;
+        const created: RunState[] = [];
+        for (let i = 0; i < 7; i++) {
+          const state = makeRunState({
+            reactorName,
+            status: i % 2 === 0 ? 'completed' : 'failed',
+            createdAt: T0 + i,
+            updatedAt: T0 + i,
+          });
+          await h.storage.save(state, { createOnly: true });
+          created.push(state);
+        }
+        // A later checkpoint (not a create) does not add the run twice; another reactor's runs stay apart.
+        await h.storage.save({ ...created[0], updatedAt: T0 + 50 });
+        await h.storage.save(makeRunState({ reactorName: `${reactorName}-other` }), { createOnly: true });
+
+        const newestFirst = [...created].reverse().map((r) => r.runId);
+        const first = await h.storage.listRuns!({ reactorName, limit: 3 });
+        expect(first.runs.map((r) => r.runId)).toEqual(newestFirst.slice(0, 3));
+        expect(first.runs[0]).toEqual({ runId: created[6].runId, reactorName, status: 'completed', createdAt: T0 + 6 });
+        const rest = await h.storage.listRuns!({ reactorName, limit: 10, before: first.next });
+        expect(rest.runs.map((r) => r.runId)).toEqual(newestFirst.slice(3));
+        expect(rest.next).toBeUndefined();
+
+        const failed = await h.storage.listRuns!({ reactorName, status: 'failed', limit: 10 });
+        expect(failed.runs.map((r) => r.runId)).toEqual([created[5], created[3], created[1]].map((r) => r.runId));
+        const recent = await h.storage.listRuns!({ reactorName, since: T0 + 5, limit: 10 });
+        expect(recent.runs.map((r) => r.runId)).toEqual([created[6].runId, created[5].runId]);
+      });
+    });
+
     describe('size limit', () => {
       it('throws ContextTooLargeError over maxContextBytes, counting UTF-8 bytes, and writes nothing', async () => {
         const limited = await harnessWith({ maxContextBytes: 2000 });

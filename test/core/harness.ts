@@ -25,6 +25,7 @@ export function createHarness(options: Partial<ReactorEngineOptions> = {}) {
     requestCancel: (id, reason) => storage.requestCancel(id, reason),
     cancelRequest: (state) => storage.cancelRequest(state),
     claimIdempotencyKey: (reactor, key, runId, ttl) => storage.claimIdempotencyKey(reactor, key, runId, ttl),
+    listRuns: (query) => storage.listRuns(query),
   };
   const engine = new ReactorEngine({
     storage: counting,

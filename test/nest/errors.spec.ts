@@ -127,6 +127,6 @@ describe('errors thrown to users carry a class and a stable code', () => {
     const error = await runScript({} as never, 'checkpoint', ['only-one'], []).catch((e: unknown) => e);
 
     expect(error).toBeInstanceOf(InternalError);
-    expect(error).toMatchObject({ code: 'INTERNAL', message: "Script 'checkpoint' takes 3 keys, got 1." });
+    expect(error).toMatchObject({ code: 'INTERNAL', message: "Script 'checkpoint' takes 4 keys, got 1." });
   });
 });

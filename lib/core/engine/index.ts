@@ -1,4 +1,4 @@
-export { ReactorEngine, type RunOnOtherDefinition } from './reactor-engine';
+export { ReactorEngine, type ListQuery, type RunList, type RunOnOtherDefinition } from './reactor-engine';
 export { ENGINE_DEFAULTS } from './engine-options';
 export type { EngineLogger, ReactorEngineOptions, RunOptions } from './engine-options';
 export type { RecoveryOptions } from './recovery';

@@ -1,9 +1,10 @@
 import type { ReactorDefinition } from '../definition/definition';
+import { ConfigurationError } from '../errors/configuration.error';
 import { InternalError } from '../errors/internal.error';
 import { ReactorError } from '../errors/reactor.error';
 import { StorageUnavailableError } from '../errors/storage-unavailable.error';
 import { MiddlewareRunner } from '../middleware/middleware-runner';
-import type { BrokenReason, ReactorStorage } from '../ports/reactor-storage.port';
+import type { BrokenReason, ReactorStorage, RunPosition, RunSummary } from '../ports/reactor-storage.port';
 import { systemClock } from '../ports/clock.port';
 import type { ReactorJob } from '../ports/job-dispatcher.port';
 import { ConstructingStepResolver } from '../ports/step-resolver.port';
@@ -167,6 +168,36 @@ export class ReactorEngine {
   }
 
   /**
+   * The runs of a reactor, newest first, from an index the runs' creation writes (no key scan):
+   * `status` and `since` filter them, `limit` (default 50, at most 1000) bounds a page, and the
+   * returned `cursor` continues the listing. Records that expired are left out.
+   */
+  async list(query: ListQuery): Promise<RunList> {
+    return guarded('list', async () => {
+      const storage = this.storage;
+      if (!storage.listRuns) throw new ConfigurationError('This storage adapter cannot list runs.');
+      if (typeof query?.reactor !== 'string' || query.reactor.length === 0) {
+        throw new ConfigurationError("list: 'reactor' (a reactor name) is required.", 'reactor');
+      }
+      const limit = query.limit ?? 50;
+      if (!Number.isInteger(limit) || limit < 1 || limit > 1000) {
+        throw new ConfigurationError(
+          `list: 'limit' must be an integer from 1 to 1000 (got ${String(query.limit)}).`,
+          'limit',
+        );
+      }
+      const page = await storage.listRuns({
+        reactorName: query.reactor,
+        status: query.status,
+        since: query.since,
+        before: query.cursor === undefined ? undefined : decodeCursor(query.cursor),
+        limit,
+      });
+      return { runs: page.runs, ...(page.next ? { cursor: `${page.next.createdAt}:${page.next.runId}` } : {}) };
+    });
+  }
+
+  /**
    * Retry a failed run. One that was rolled back starts again as a new run with the same inputs,
    * linked to it (`retriedFrom`, `retryCount`), handed to a worker. One that stopped without a
    * rollback (its job's retries ran out: `JOB_RETRIES_EXHAUSTED`) resumes from its failed step,
@@ -270,4 +301,33 @@ async function guarded<T>(operation: string, fn: () => Promise<T>): Promise<T> {
     if (error instanceof ReactorError) throw error;
     throw new StorageUnavailableError(operation, error);
   }
+}
+
+/** What {@link ReactorEngine.list} looks for. */
+export interface ListQuery {
+  /** The reactor's name. */
+  reactor: string;
+  status?: RunStatus;
+  /** Only runs created at or after this time (ms since the epoch). */
+  since?: number;
+  /** The `cursor` of the previous page. */
+  cursor?: string;
+  /** Runs per page. @default 50 */
+  limit?: number;
+}
+
+/** A page of {@link ReactorEngine.list}. */
+export interface RunList {
+  runs: RunSummary[];
+  /** Pass as `cursor` for the next page; absent when there is nothing more. */
+  cursor?: string;
+}
+
+function decodeCursor(cursor: string): RunPosition {
+  const at = cursor.indexOf(':');
+  const createdAt = Number(cursor.slice(0, at));
+  if (at <= 0 || !Number.isFinite(createdAt)) {
+    throw new ConfigurationError(`list: 'cursor' is not one list returned (got '${cursor}').`, 'cursor');
+  }
+  return { createdAt, runId: cursor.slice(at + 1) };
 }

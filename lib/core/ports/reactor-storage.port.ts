@@ -1,6 +1,32 @@
 import type { RunState, RunStatus } from '../model/run-state';
 import type { Lease } from './lock-manager.port';
 
+/** A run as `listRuns` finds it. */
+export interface RunSummary {
+  runId: string;
+  reactorName: string;
+  status: RunStatus;
+  /** When the run was created (ms), as its index holds it. */
+  createdAt: number;
+}
+
+/** A place in a reactor's runs, newest first: the last run a page returned. */
+export interface RunPosition {
+  createdAt: number;
+  runId: string;
+}
+
+/** What {@link ReactorStorage.listRuns} looks for. */
+export interface ListRunsQuery {
+  reactorName: string;
+  status?: RunStatus;
+  /** Only runs created at or after this time (ms). */
+  since?: number;
+  /** Continue after this run (exclusive). */
+  before?: RunPosition;
+  limit: number;
+}
+
 /** Options of {@link ReactorStorage.save}. */
 export interface SaveOptions {
   /**
@@ -70,6 +96,13 @@ export interface ReactorStorage {
    * callers with one key, one binds it. A durable adapter does it in one round trip.
    */
   claimIdempotencyKey?(reactorName: string, key: string, runId: string, ttlMs: number): Promise<string>;
+  /**
+   * The runs of a reactor, newest first, from an index the run's creation writes (no key scan):
+   * at most `limit` matching `status` (when given), created at or after `since` and before the
+   * `before` position. `next` is the position to continue from: absent when nothing is left to
+   * read (a page after a `next` may be empty).
+   */
+  listRuns?(query: ListRunsQuery): Promise<{ runs: RunSummary[]; next?: RunPosition }>;
   /**
    * The cancel request that the last save or load of this state object found stored with the run,
    * if any (no round trip: the checkpoint reports it).

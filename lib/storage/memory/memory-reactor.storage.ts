@@ -7,7 +7,10 @@ import {
   type ClaimResult,
   type Clock,
   type Lease,
+  type ListRunsQuery,
   type ReactorStorage,
+  type RunPosition,
+  type RunSummary,
   type RunState,
   type RunStatus,
   type SaveOptions,
@@ -71,6 +74,8 @@ export class MemoryReactorStorage implements ReactorStorage {
   private readonly written = new WeakMap<RunState, Written>();
   /** The cancel request the last save or load of each state object found. */
   private readonly cancels = new WeakMap<RunState, string>();
+  /** Each reactor's runs and their creation times (the index `listRuns` reads). */
+  private readonly byReactor = new Map<string, Map<string, number>>();
   /** Idempotency keys (reactor and key, as JSON) and the run each is bound to, until it expires. */
   private readonly idempotency = new Map<string, { runId: string; expiresAt: number }>();
 
@@ -106,6 +111,26 @@ export class MemoryReactorStorage implements ReactorStorage {
 
   cancelRequest(state: RunState): string | undefined {
     return this.cancels.get(state);
+  }
+
+  async listRuns(query: ListRunsQuery): Promise<{ runs: RunSummary[]; next?: RunPosition }> {
+    const index = this.byReactor.get(query.reactorName) ?? new Map<string, number>();
+    const ordered = [...index]
+      .map(([runId, createdAt]) => ({ runId, createdAt }))
+      .filter((p) => query.since === undefined || p.createdAt >= query.since)
+      .filter((p) => !query.before || before(p, query.before))
+      .sort((a, b) => b.createdAt - a.createdAt || (a.runId < b.runId ? 1 : a.runId > b.runId ? -1 : 0));
+    const runs: RunSummary[] = [];
+    for (const p of ordered) {
+      const stored = this.runs.get(p.runId);
+      if (!stored || (query.status && stored.status !== query.status)) continue;
+      runs.push({ runId: p.runId, reactorName: query.reactorName, status: stored.status, createdAt: p.createdAt });
+      if (runs.length === query.limit) {
+        const rest = ordered.slice(ordered.indexOf(p) + 1);
+        return rest.length > 0 ? { runs, next: { createdAt: p.createdAt, runId: p.runId } } : { runs };
+      }
+    }
+    return { runs };
   }
 
   async claimIdempotencyKey(reactorName: string, key: string, runId: string, ttlMs: number): Promise<string> {
@@ -195,7 +220,7 @@ export class MemoryReactorStorage implements ReactorStorage {
     this.runs.clear();
   }
 
-  /** Mirror of `checkpoint-3.lua`, in the same order of checks. */
+  /** Mirror of `checkpoint-4.lua`, in the same order of checks. */
   private checkpoint(state: RunState, delta: RecordDelta, options: SaveOptions): number {
     const { lease } = options;
     if (lease && options.acquireLease) {
@@ -227,6 +252,11 @@ export class MemoryReactorStorage implements ReactorStorage {
     const fields = delta.full || !existing ? new Map<string, string>() : existing.fields;
     for (let i = 0; i < delta.set.length; i += 2) fields.set(delta.set[i], delta.set[i + 1]);
     for (const field of delta.del) fields.delete(field);
+    if (options.createOnly) {
+      const index = this.byReactor.get(state.reactorName) ?? new Map<string, number>();
+      index.set(state.runId, indexScore(state));
+      this.byReactor.set(state.reactorName, index);
+    }
     // A cancel request outlives every write but the run's last (a full write keeps it too).
     const cancel = terminal || options.createOnly ? undefined : existing?.cancel;
     this.runs.set(state.runId, {
@@ -241,4 +271,9 @@ export class MemoryReactorStorage implements ReactorStorage {
     else if (lease && options.leaseTtlMs !== undefined) this.locks?.refresh(lease, options.leaseTtlMs);
     return cancel !== undefined ? CheckpointResult.WrittenCancelRequested : CheckpointResult.Written;
   }
+}
+
+/** Whether `p` comes after `cursor` in newest-first order (creation time, then run id, descending). */
+function before(p: RunPosition, cursor: RunPosition): boolean {
+  return p.createdAt < cursor.createdAt || (p.createdAt === cursor.createdAt && p.runId < cursor.runId);
 }

@@ -6,7 +6,10 @@ import {
   type ClaimResult,
   type Clock,
   type Lease,
+  type ListRunsQuery,
   type ReactorStorage,
+  type RunPosition,
+  type RunSummary,
   type RunState,
   type RunStatus,
   type SaveOptions,
@@ -42,7 +45,7 @@ export interface RedisReactorStorageOptions {
  * object, so its cost does not grow with the length of the run.
  *
  * Round trips:
- * - `save` (fenced or not): exactly one command, `EVALSHA checkpoint-3` (the first use on a
+ * - `save` (fenced or not): exactly one command, `EVALSHA checkpoint-4` (the first use on a
  *   connection sends `EVAL` with the body instead; after a `SCRIPT FLUSH` ioredis retries once).
  * - `load`: one `HGETALL`; when the record is missing, one more script drops it from the index.
  * - `listActive`: one `ZRANGE` per shard, sent together.
@@ -67,9 +70,12 @@ export class RedisReactorStorage implements ReactorStorage {
   private readonly written = new WeakMap<RunState, Written>();
   /** The cancel request the last save or load of each state object found. */
   private readonly cancels = new WeakMap<RunState, string>();
-  /** Numbers this adapter's fenced writes, so each has a stamp of its own (see checkpoint-3.lua). */
+  /** Numbers this adapter's fenced writes, so each has a stamp of its own (see checkpoint-4.lua). */
   private writes = 0;
-  private readonly runKeys = new WeakMap<RunState, { runId: string; record: string; index: string }>();
+  private readonly runKeys = new WeakMap<
+    RunState,
+    { runId: string; reactorName: string; record: string; index: string; runs: string }
+  >();
 
   constructor(
     private readonly redis: RedisConnection,
@@ -111,7 +117,7 @@ export class RedisReactorStorage implements ReactorStorage {
       ...delta.set,
       ...delta.del,
     ]);
-    if (isErrorCode(result)) throw storageError(result, { runId, operation: 'save (checkpoint-3.lua)' });
+    if (isErrorCode(result)) throw storageError(result, { runId, operation: 'save (checkpoint-4.lua)' });
     if (result !== CheckpointResult.Written && result !== CheckpointResult.WrittenCancelRequested) return false;
     this.written.set(state, delta.commit());
     if (result === CheckpointResult.WrittenCancelRequested && !this.cancels.has(state)) {
@@ -132,6 +138,49 @@ export class RedisReactorStorage implements ReactorStorage {
 
   cancelRequest(state: RunState): string | undefined {
     return this.cancels.get(state);
+  }
+
+  /**
+   * The runs of a reactor, newest first: one `ZRANGE BYSCORE REV` per shard on the reactor's runs
+   * index (written by the run's create), merged, then each candidate's `status` (one `HGET` each,
+   * sent together) to filter and to drop runs whose record expired. Reads at most about ten pages
+   * of candidates per call; `next` continues where it stopped.
+   */
+  async listRuns(query: ListRunsQuery): Promise<{ runs: RunSummary[]; next?: RunPosition }> {
+    const keys = Array.from({ length: this.keys.shards }, (_, shard) =>
+      this.keys.reactorRunsKey(shard, query.reactorName),
+    );
+    const page = Math.max(50, query.limit * 2);
+    const runs: RunSummary[] = [];
+    let cursor = query.before;
+    for (let scanned = 0; scanned < page * 10;) {
+      const max = cursor ? String(cursor.createdAt) : '+inf';
+      const min = query.since === undefined ? '-inf' : String(query.since);
+      const replies = await Promise.all(
+        keys.map((key) => this.redis.zrange(key, max, min, 'BYSCORE', 'REV', 'LIMIT', 0, page, 'WITHSCORES')),
+      );
+      const candidates: RunPosition[] = [];
+      for (const reply of replies) {
+        for (let i = 0; i + 1 < reply.length; i += 2) {
+          const p = { runId: reply[i], createdAt: Number(reply[i + 1]) };
+          if (!cursor || p.createdAt < cursor.createdAt || (p.createdAt === cursor.createdAt && p.runId < cursor.runId))
+            candidates.push(p);
+        }
+      }
+      candidates.sort((a, b) => b.createdAt - a.createdAt || (a.runId < b.runId ? 1 : a.runId > b.runId ? -1 : 0));
+      const batch = candidates.slice(0, page);
+      if (batch.length === 0) return { runs };
+      const statuses = await Promise.all(batch.map((p) => this.redis.hget(this.keys.runKey(p.runId), 'status')));
+      for (let i = 0; i < batch.length; i++) {
+        const status = statuses[i] as RunStatus | null;
+        cursor = batch[i];
+        if (status === null || (query.status && status !== query.status)) continue;
+        runs.push({ ...batch[i], reactorName: query.reactorName, status });
+        if (runs.length === query.limit) return { runs, next: cursor };
+      }
+      scanned += batch.length;
+    }
+    return { runs, next: cursor };
   }
 
   /**
@@ -193,11 +242,23 @@ export class RedisReactorStorage implements ReactorStorage {
   private keysOf(state: RunState, lease: Lease | undefined): string[] {
     const runId = state.runId;
     let cached = this.runKeys.get(state);
-    if (cached?.runId !== runId) {
-      cached = { runId, record: this.keys.runKey(runId), index: this.keys.activeIndexKeyOf(runId) };
+    if (cached?.runId !== runId || cached.reactorName !== state.reactorName) {
+      const shard = this.keys.shardOf(runId);
+      cached = {
+        runId,
+        reactorName: state.reactorName,
+        record: this.keys.runKey(runId),
+        index: this.keys.activeIndexKeyOf(runId),
+        runs: this.keys.reactorRunsKey(shard, state.reactorName),
+      };
       this.runKeys.set(state, cached);
     }
-    return [cached.record, lease ? this.keys.physicalLeaseKey(lease.key) : this.keys.leaseKey(runId), cached.index];
+    return [
+      cached.record,
+      lease ? this.keys.physicalLeaseKey(lease.key) : this.keys.leaseKey(runId),
+      cached.index,
+      cached.runs,
+    ];
   }
 
   private decode(runId: string, fields: Record<string, string>): RunState {

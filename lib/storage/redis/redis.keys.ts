@@ -149,6 +149,15 @@ export class RedisKeys {
     return this.activeIndexKey(this.shardOf(runId));
   }
 
+  /**
+   * The runs of reactor `reactorName` in shard `shard` (ZSET, score = creation time ms), for
+   * `list`: `<shard base>:runs:<reactor>` (the name URI-encoded, so it cannot move the hash tag).
+   */
+  reactorRunsKey(shard: number, reactorName: string): string {
+    this.checkShard(shard);
+    return `${this.shardBase(shard)}:runs:${encodeURIComponent(reactorName)}`;
+  }
+
   /** Every shard's active index, shard 0 first. */
   allActiveIndexKeys(): string[] {
     return Array.from({ length: this.shards }, (_, shard) => this.activeIndexKey(shard));
@@ -216,7 +225,7 @@ export class RedisKeys {
 
   /**
    * Physical key of a logical lease name given to the LockManager. The run lease `run:<runId>`
-   * maps to {@link leaseKey} so that `checkpoint-3.lua` can check it in the run's slot; a map
+   * maps to {@link leaseKey} so that `checkpoint-4.lua` can check it in the run's slot; a map
    * element's lease `mapel:<mapId>:<index>` maps to {@link mapElementLeaseKey} so that the map
    * scripts can check it in the map's slot; any other name maps to {@link lockKey}.
    */

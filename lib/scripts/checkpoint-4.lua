@@ -15,6 +15,9 @@
                                       status, terminal ("1"/"0"), broken
     KEYS[2]  run lease         STRING the holder's token
     KEYS[3]  shard index       ZSET   member = run id, score = updatedAt (ms)
+    KEYS[4]  reactor's runs    ZSET   member = run id, score = creation time (ms): the runs of the
+                                      run's reactor in its shard, for `list`; added to by a
+                                      createOnly write, trimmed of runs older than the retention
 
     ARGV[1]  run id
     ARGV[2]  status
@@ -134,6 +137,11 @@ if terminal == "1" then
   redis.call("ZREM", KEYS[3], ARGV[1])
 else
   redis.call("ZADD", KEYS[3], score, ARGV[1])
+end
+
+if createOnly then
+  redis.call("ZADD", KEYS[4], score, ARGV[1])
+  redis.call("ZREMRANGEBYSCORE", KEYS[4], "-inf", "(" .. (score - contextTtl))
 end
 
 if token ~= "" and releaseLease then
