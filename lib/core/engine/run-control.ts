@@ -3,7 +3,8 @@ import { InvalidRunStateError, RunNotFoundError } from '../errors/run-state.erro
 import { RunExecution } from '../executor/run-execution';
 import { errorMessage, runFailure } from '../model/failure';
 import { runLeaseKey } from '../model/keys';
-import { isTerminal, type RunStatus } from '../model/run-state';
+import { isTerminal, type RunState, type RunStatus } from '../model/run-state';
+import type { Lease } from '../ports/lock-manager.port';
 import type { BrokenReason } from '../ports/reactor-storage.port';
 import { outcomeOf, type RunOutcome } from '../results/run-outcome';
 import type { EngineParts } from './engine-options';
@@ -68,35 +69,32 @@ export class RunControl {
   }
 
   /** Reopen a run whose job's retries ran out and hand it to a worker, from its failed step. */
-  private async resumeFailed(runId: string): Promise<RunOutcome> {
-    const { storage, leaseTtlMs, clock } = this.parts;
-    const lease = this.leases.newLease(runLeaseKey(runId));
-    const claim = await storage.acquireAndLoad(runId, lease, leaseTtlMs);
-    if (!claim.acquired) {
+  private resumeFailed(runId: string): Promise<RunOutcome> {
+    const busy = () => {
       throw new InvalidRunStateError(
         `Run '${runId}' is being handled in some process; retry it later.`,
         runId,
         'running',
       );
-    }
-    let released = false;
-    try {
-      const state = claim.state;
-      if (!state) throw new RunNotFoundError(runId);
+    };
+    return this.holding(runId, busy, async (state, lease, released) => {
       if (state.status !== 'failed') return outcomeOf(state);
       state.status = 'running';
       state.handoff = { mode: 'all' };
       delete state.failure;
       delete state.finishedAt;
       delete state.retryAt; // the failed step runs again now
-      state.updatedAt = clock.now();
-      await storage.save(state, { lease, leaseTtlMs, reopen: true, releaseLease: true });
-      released = true;
+      state.updatedAt = this.parts.clock.now();
+      await this.parts.storage.save(state, {
+        lease,
+        leaseTtlMs: this.parts.leaseTtlMs,
+        reopen: true,
+        releaseLease: true,
+      });
+      released();
       await this.dispatch.resume(runId, state.reactorName);
       return outcomeOf(state);
-    } finally {
-      if (!released) await this.leases.releaseQuietly(lease);
-    }
+    });
   }
 
   /**
@@ -110,20 +108,15 @@ export class RunControl {
     return outcomeOf(await this.waiters.until(runId, { timeoutMs: options.timeoutMs }));
   }
 
-  private async undoNow(runId: string): Promise<RunOutcome> {
-    const lease = this.leases.newLease(runLeaseKey(runId));
-    const claim = await this.parts.storage.acquireAndLoad(runId, lease, this.parts.leaseTtlMs);
-    if (!claim.acquired) {
+  private undoNow(runId: string): Promise<RunOutcome> {
+    const busy = () => {
       throw new InvalidRunStateError(
         `Run '${runId}' is executing in some process; undo it after it finishes.`,
         runId,
         'running',
       );
-    }
-    let released = false;
-    try {
-      const state = claim.state;
-      if (!state) throw new RunNotFoundError(runId);
+    };
+    return this.holding(runId, busy, (state, lease, released) => {
       if (state.status === 'rolling_back') {
         throw new InvalidRunStateError(
           `Run '${runId}' is rolling back: a rollback is in progress; wait for it (client.wait) instead of undoing.`,
@@ -138,16 +131,8 @@ export class RunControl {
           state.status,
         );
       }
-      // The version the run started under when registered here, else the current one (undo finds steps by name).
-      const def = this.registry.forRun(state) ?? this.registry.get(state.reactorName);
-      const env = this.executions.env('caller', lease, { runId: state.runId, reactorName: def.name });
-      const save = RunExecution.saver(env, state, { reopen: true, onRelease: () => (released = true) });
-      const outcome = await new RunExecution(def, state, env, save).undo('undo');
-      this.waiters.notify(runId);
-      return outcome;
-    } finally {
-      if (!released) await this.leases.releaseQuietly(lease);
-    }
+      return this.rollBackHere(state, lease, released, 'undo', true);
+    });
   }
 
   /**
@@ -159,7 +144,7 @@ export class RunControl {
    * every completed element is undone too. Refused for a finished run (undo it instead).
    */
   async cancel(runId: string, reason: string): Promise<RunOutcome> {
-    const { storage, leaseTtlMs } = this.parts;
+    const { storage } = this.parts;
     if (!storage.requestCancel) {
       throw new InvalidRunStateError(`This storage adapter cannot cancel runs (run '${runId}').`, runId, 'running');
     }
@@ -172,26 +157,59 @@ export class RunControl {
         status,
       );
     }
+    return this.holding(
+      runId,
+      () => this.current(runId),
+      async (state, lease, released) => {
+        // Finished meanwhile, rolling back already, or waiting for map elements: nothing to do here.
+        if (isTerminal(state.status) || state.status === 'rolling_back' || state.handoff?.mode === 'map') {
+          return outcomeOf(state);
+        }
+        return this.rollBackHere(state, lease, released, reason, false);
+      },
+    );
+  }
+
+  /**
+   * Take the run's lease and read it (one round trip), then run `work` on it; `busy` answers when
+   * another process holds the run. The lease is released after, unless `work` said a final save
+   * released it.
+   */
+  private async holding(
+    runId: string,
+    busy: () => Promise<RunOutcome> | never,
+    work: (state: RunState, lease: Lease, released: () => void) => Promise<RunOutcome>,
+  ): Promise<RunOutcome> {
     const lease = this.leases.newLease(runLeaseKey(runId));
-    const claim = await storage.acquireAndLoad(runId, lease, leaseTtlMs);
-    if (!claim.acquired) return this.current(runId);
+    const claim = await this.parts.storage.acquireAndLoad(runId, lease, this.parts.leaseTtlMs);
+    if (!claim.acquired) return busy();
     let released = false;
     try {
-      const state = claim.state;
-      if (!state) throw new RunNotFoundError(runId);
-      // Finished meanwhile, rolling back already, or waiting for map elements: nothing to do here.
-      if (isTerminal(state.status) || state.status === 'rolling_back' || state.handoff?.mode === 'map') {
-        return outcomeOf(state);
-      }
-      const def = this.registry.forRun(state) ?? this.registry.get(state.reactorName);
-      const env = this.executions.env('caller', lease, { runId: state.runId, reactorName: def.name });
-      const save = RunExecution.saver(env, state, { onRelease: () => (released = true) });
-      const outcome = await new RunExecution(def, state, env, save).undo(reason);
-      this.waiters.notify(runId);
-      return outcome;
+      if (!claim.state) throw new RunNotFoundError(runId);
+      return await work(claim.state, lease, () => (released = true));
     } finally {
       if (!released) await this.leases.releaseQuietly(lease);
     }
+  }
+
+  /**
+   * Undo every completed step of `state` here, under `lease`; the run ends `cancelled` with
+   * `reason`. Under the version the run started with when registered here, else the current one
+   * (undo finds steps by name). `reopen`: a finished run's record is replaced.
+   */
+  private async rollBackHere(
+    state: RunState,
+    lease: Lease,
+    released: () => void,
+    reason: string,
+    reopen: boolean,
+  ): Promise<RunOutcome> {
+    const def = this.registry.forRun(state) ?? this.registry.get(state.reactorName);
+    const env = this.executions.env('caller', lease, { runId: state.runId, reactorName: def.name });
+    const save = RunExecution.saver(env, state, { reopen, onRelease: released });
+    const outcome = await new RunExecution(def, state, env, save).undo(reason);
+    this.waiters.notify(state.runId);
+    return outcome;
   }
 
   private async current(runId: string): Promise<RunOutcome> {
