@@ -101,10 +101,7 @@ export class RunExecution extends RunScope implements NestedExecution {
 
   /** Undo every completed step of a finished run (manual undo); the run ends `cancelled`. */
   async undo(reason: string): Promise<RunOutcome> {
-    this.state.status = 'rolling_back';
-    this.state.rollback = { target: 'cancelled', compensate: [], failures: [] };
-    this.state.cancellation = { reason, rollbackFailures: [] };
-    await this.save();
+    await this.startCancellation(reason);
     try {
       await finishRollback(this);
     } catch (error) {
@@ -185,6 +182,16 @@ export class RunExecution extends RunScope implements NestedExecution {
 
   /** Cancel the run at a step boundary: undo its completed steps, newest first; it ends `cancelled`. */
   private async cancelRun(reason: string): Promise<RunOutcome> {
+    await this.startCancellation(reason);
+    await finishRollback(this);
+    return this.finish();
+  }
+
+  /**
+   * Turn the run into a rollback that ends `cancelled` with `reason` (undo, cancel), and save it:
+   * a pending hand-off or scheduled retry no longer applies.
+   */
+  private async startCancellation(reason: string): Promise<void> {
     const { state } = this;
     delete state.handoff;
     delete state.retryAt;
@@ -192,8 +199,6 @@ export class RunExecution extends RunScope implements NestedExecution {
     state.rollback = { target: 'cancelled', compensate: [], failures: [] };
     state.cancellation = { reason, rollbackFailures: [] };
     await this.save();
-    await finishRollback(this);
-    return this.finish();
   }
 
   /** The cancel request stored with this (top-level) run, as its last checkpoint or load found it. */
@@ -256,6 +261,7 @@ export class RunExecution extends RunScope implements NestedExecution {
     const blocked = (step: StepDefinition): boolean =>
       (callerOnly !== undefined && !callerOnly.has(step.name)) ||
       (cancel !== undefined && !(stepKindOf(step).adopting?.(this, step) ?? false));
+    const startable = (): StepDefinition[] => ready.list().filter((step) => !blocked(step));
 
     const start = (step: StepDefinition): boolean => {
       if (background && 'before' in background && background.before === step.name) {
@@ -273,7 +279,6 @@ export class RunExecution extends RunScope implements NestedExecution {
       if (!stopping) {
         if (sequential) {
           if (running.size === 0) {
-            const startable = () => ready.list().filter((step) => !blocked(step));
             if (wave.length === 0) wave = startable();
             let next = wave.shift();
             while (next && blocked(next)) next = wave.shift();
