@@ -151,12 +151,9 @@ export class RunStarter {
     retryOf?: { runId: string; count: number },
   ): Promise<{ state: RunState; lease?: Lease; replayed?: boolean }> {
     const { clock, middleware } = this.parts;
+    // A key bound by an earlier call, or a given id, may name a run that exists: the create
+    // (createOnly) says so, and that run is returned, without a read before every create.
     const runId = await this.runIdFor(def, options);
-    // A key bound by an earlier call, or a given id: the run may exist already.
-    if (options.idempotencyKey !== undefined || options.runId !== undefined) {
-      const found = await this.existing(def, runId);
-      if (found) return { state: found, replayed: true };
-    }
     const { inputs, errors } = await validateReactorInputs(def.inputs, input);
     const state = newRunState(def, runId, inputs, clock.now());
     if (retryOf) {
@@ -184,7 +181,7 @@ export class RunStarter {
       );
     }
     if (!created) {
-      // Created by a concurrent call with the same key or id between our look and our write.
+      // Created by an earlier or a concurrent call with the same key or id.
       const found = await this.existing(def, runId);
       if (found) return { state: found, replayed: true };
       throw new InvalidRunStateError(
