@@ -19,6 +19,7 @@ import { decodeRecord, encodeDelta, HEADER_FIELD, type RecordDelta, type Written
 import { encodeBroken, salvageRecord } from '../broken-record';
 import { brokenRunState, DEFAULT_MAX_CONTEXT_BYTES, indexScore } from '../run-state.codec';
 import { normalizeTtlMs } from '../lease-ttl';
+import { comesAfter, newestFirst } from '../run-position';
 import { CheckpointResult, StorageErrorCode, storageError } from '../storage-error-codes';
 import type { MemoryLockManager } from './memory-lock.manager';
 
@@ -114,21 +115,17 @@ export class MemoryReactorStorage implements ReactorStorage {
   }
 
   async listRuns(query: ListRunsQuery): Promise<{ runs: RunSummary[]; next?: RunPosition }> {
-    const index = this.byReactor.get(query.reactorName) ?? new Map<string, number>();
-    const ordered = [...index]
+    const ordered = [...(this.byReactor.get(query.reactorName) ?? [])]
       .map(([runId, createdAt]) => ({ runId, createdAt }))
-      .filter((p) => query.since === undefined || p.createdAt >= query.since)
-      .filter((p) => !query.before || before(p, query.before))
-      .sort((a, b) => b.createdAt - a.createdAt || (a.runId < b.runId ? 1 : a.runId > b.runId ? -1 : 0));
+      .filter((p) => (query.since === undefined || p.createdAt >= query.since) && comesAfter(p, query.before))
+      .sort(newestFirst);
     const runs: RunSummary[] = [];
-    for (const p of ordered) {
+    for (let i = 0; i < ordered.length; i++) {
+      const p = ordered[i];
       const stored = this.runs.get(p.runId);
       if (!stored || (query.status && stored.status !== query.status)) continue;
-      runs.push({ runId: p.runId, reactorName: query.reactorName, status: stored.status, createdAt: p.createdAt });
-      if (runs.length === query.limit) {
-        const rest = ordered.slice(ordered.indexOf(p) + 1);
-        return rest.length > 0 ? { runs, next: { createdAt: p.createdAt, runId: p.runId } } : { runs };
-      }
+      runs.push({ ...p, reactorName: query.reactorName, status: stored.status });
+      if (runs.length === query.limit) return i + 1 < ordered.length ? { runs, next: p } : { runs };
     }
     return { runs };
   }
@@ -271,9 +268,4 @@ export class MemoryReactorStorage implements ReactorStorage {
     else if (lease && options.leaseTtlMs !== undefined) this.locks?.refresh(lease, options.leaseTtlMs);
     return cancel !== undefined ? CheckpointResult.WrittenCancelRequested : CheckpointResult.Written;
   }
-}
-
-/** Whether `p` comes after `cursor` in newest-first order (creation time, then run id, descending). */
-function before(p: RunPosition, cursor: RunPosition): boolean {
-  return p.createdAt < cursor.createdAt || (p.createdAt === cursor.createdAt && p.runId < cursor.runId);
 }

@@ -15,6 +15,7 @@ import {
   type SaveOptions,
 } from '../../core';
 import { normalizeTtlMs } from '../lease-ttl';
+import { comesAfter, newestFirst } from '../run-position';
 import { decodeRecord, encodeDelta, HEADER_FIELD, type Written } from '../run-record.codec';
 import { encodeBroken, salvageRecord } from '../broken-record';
 import { brokenRunState, DEFAULT_MAX_CONTEXT_BYTES, indexScore } from '../run-state.codec';
@@ -163,11 +164,10 @@ export class RedisReactorStorage implements ReactorStorage {
       for (const reply of replies) {
         for (let i = 0; i + 1 < reply.length; i += 2) {
           const p = { runId: reply[i], createdAt: Number(reply[i + 1]) };
-          if (!cursor || p.createdAt < cursor.createdAt || (p.createdAt === cursor.createdAt && p.runId < cursor.runId))
-            candidates.push(p);
+          if (comesAfter(p, cursor)) candidates.push(p);
         }
       }
-      candidates.sort((a, b) => b.createdAt - a.createdAt || (a.runId < b.runId ? 1 : a.runId > b.runId ? -1 : 0));
+      candidates.sort(newestFirst);
       const batch = candidates.slice(0, page);
       if (batch.length === 0) return { runs };
       const statuses = await Promise.all(batch.map((p) => this.redis.hget(this.keys.runKey(p.runId), 'status')));
