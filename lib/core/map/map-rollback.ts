@@ -78,31 +78,15 @@ async function callUndoAll(
   step: MapStep,
   completed: AsyncIterable<{ index: number; value: unknown }>,
 ): Promise<RollbackFailure[]> {
+  const failed = (reason: 'raised' | 'returnedFailure', message: string): RollbackFailure[] => [
+    { step: step.name, kind: 'undoAll', reason, message, reactorName: host.def.name, mapStep: step.name },
+  ];
   try {
     const result = await step.handler.map.undoAll!(completed);
-    if (result instanceof Failure) {
-      return [
-        {
-          step: step.name,
-          kind: 'undoAll',
-          reason: 'returnedFailure',
-          message: String((result.error as Error)?.message ?? result.error),
-          reactorName: host.def.name,
-          mapStep: step.name,
-        },
-      ];
-    }
-    return [];
+    return result instanceof Failure
+      ? failed('returnedFailure', String((result.error as Error)?.message ?? result.error))
+      : [];
   } catch (error) {
-    return [
-      {
-        step: step.name,
-        kind: 'undoAll',
-        reason: 'raised',
-        message: (error as Error)?.message ?? String(error),
-        reactorName: host.def.name,
-        mapStep: step.name,
-      },
-    ];
+    return failed('raised', (error as Error)?.message ?? String(error));
   }
 }

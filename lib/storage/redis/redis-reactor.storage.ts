@@ -123,7 +123,7 @@ export class RedisReactorStorage implements ReactorStorage {
     this.written.set(state, delta.commit());
     if (result === CheckpointResult.WrittenCancelRequested && !this.cancels.has(state)) {
       // Rare (once per cancelled run): read the reason the checkpoint reported.
-      const reason = await this.redis.hget(this.keysOf(state, lease)[0], CANCEL_FIELD);
+      const reason = await this.redis.hget(this.keys.runKey(runId), CANCEL_FIELD);
       if (reason !== null) this.cancels.set(state, reason);
     }
     return true;
