@@ -18,6 +18,8 @@ async function runElementInline(
   mapId: string,
   index: number,
   element: unknown,
+  /** Element inputs given from a redacted value (the same for every element of the map). */
+  redacted: readonly string[],
 ): Promise<{ record: ElementRecord; state?: RunState; execution?: NestedExecution }> {
   const elementDef = host.definition(spec.elementReactor);
   let raw: Record<string, unknown>;
@@ -38,7 +40,6 @@ async function runElementInline(
     if (record.status === 'failed') record.failure.fieldErrors = errors;
     return { record };
   }
-  const redacted = redactedElementInputs(host.def, spec, host.state.redactedInputs);
   const state = newRunState(elementDef, elementRunId(mapId, index), inputs, host.now(), redacted);
   state.status = 'running';
   const execution = host.child(elementDef, state, 'none');
@@ -53,6 +54,7 @@ export async function runInline(
   source: AsyncIterable<unknown> | Iterable<unknown>,
 ): Promise<StepOutcome<unknown>> {
   const mapId = mapIdOf(host.state.runId, step.name);
+  const redacted = redactedElementInputs(host.def, spec, host.state.redactedInputs);
   const record: MapRecord = { mapId, mode: 'inline', elements: {}, values: spec.undoAll ? {} : undefined };
   host.state.maps = { ...host.state.maps, [step.name]: record };
   const records: ElementRecord[] = [];
@@ -74,7 +76,9 @@ export async function runInline(
     while (running.size >= spec.concurrency) await Promise.race(running);
     if (stop) break;
     const i = index++;
-    const task: Promise<void> = runElementInline(host, step, spec, mapId, i, element).then((r) => settle(i, r));
+    const task: Promise<void> = runElementInline(host, step, spec, mapId, i, element, redacted).then((r) =>
+      settle(i, r),
+    );
     running.add(task);
     void task.finally(() => running.delete(task));
     if (stop) break;
