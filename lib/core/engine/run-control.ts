@@ -45,32 +45,14 @@ export class RunControl {
    * Retry a failed run: a new linked run when it was rolled back; a resume from its failed step
    * when it stopped without a rollback (job retries exhausted). See `ReactorEngine.retry`.
    */
-  async retry(runId: string): Promise<RunOutcome> {
-    const state = await this.parts.storage.load(runId);
-    if (!state) throw new RunNotFoundError(runId);
-    if (state.status !== 'failed') {
-      throw new InvalidRunStateError(
-        `Run '${runId}' is ${state.status}; only a failed run can be retried.`,
-        runId,
-        state.status,
-      );
-    }
-    if (state.failure?.code === 'JOB_RETRIES_EXHAUSTED') return this.resumeFailed(runId);
-    if (state.undoStack.length > 0) {
-      throw new InvalidRunStateError(
-        `Run '${runId}' failed (${state.failure?.code ?? 'unknown'}) without a rollback; undo it (client.undo) before starting it again.`,
-        runId,
-        state.status,
-      );
-    }
-    const def = this.registry.get(state.reactorName);
-    const count = (state.retryCount ?? 0) + 1;
-    return this.starter.start(def, state.inputs, {}, { runId: state.runId, count });
-  }
-
-  /** Reopen a run whose job's retries ran out and hand it to a worker, from its failed step. */
-  private resumeFailed(runId: string): Promise<RunOutcome> {
-    const busy = () => {
+  retry(runId: string): Promise<RunOutcome> {
+    const notFailed = (status: RunStatus) =>
+      new InvalidRunStateError(`Run '${runId}' is ${status}; only a failed run can be retried.`, runId, status);
+    // Held by a process: it is executing (not failed), or a failed run is being handled right now.
+    const busy = async (): Promise<never> => {
+      const stored = await this.parts.storage.load(runId);
+      if (!stored) throw new RunNotFoundError(runId);
+      if (stored.status !== 'failed') throw notFailed(stored.status);
       throw new InvalidRunStateError(
         `Run '${runId}' is being handled in some process; retry it later.`,
         runId,
@@ -78,23 +60,38 @@ export class RunControl {
       );
     };
     return this.holding(runId, busy, async (state, lease, released) => {
-      if (state.status !== 'failed') return outcomeOf(state);
-      state.status = 'running';
-      state.handoff = { mode: 'all' };
-      delete state.failure;
-      delete state.finishedAt;
-      delete state.retryAt; // the failed step runs again now
-      state.updatedAt = this.parts.clock.now();
-      await this.parts.storage.save(state, {
-        lease,
-        leaseTtlMs: this.parts.leaseTtlMs,
-        reopen: true,
-        releaseLease: true,
-      });
-      released();
-      await this.dispatch.resume(runId, state.reactorName);
-      return outcomeOf(state);
+      if (state.status !== 'failed') throw notFailed(state.status);
+      if (state.failure?.code === 'JOB_RETRIES_EXHAUSTED') return this.reopen(state, lease, released);
+      if (state.undoStack.length > 0) {
+        throw new InvalidRunStateError(
+          `Run '${runId}' failed (${state.failure?.code ?? 'unknown'}) without a rollback; undo it (client.undo) before starting it again.`,
+          runId,
+          state.status,
+        );
+      }
+      const def = this.registry.get(state.reactorName);
+      const count = (state.retryCount ?? 0) + 1;
+      return this.starter.start(def, state.inputs, {}, { runId: state.runId, count });
     });
+  }
+
+  /** Reopen a run whose job's retries ran out and hand it to a worker, from its failed step. */
+  private async reopen(state: RunState, lease: Lease, released: () => void): Promise<RunOutcome> {
+    state.status = 'running';
+    state.handoff = { mode: 'all' };
+    delete state.failure;
+    delete state.finishedAt;
+    delete state.retryAt; // the failed step runs again now
+    state.updatedAt = this.parts.clock.now();
+    await this.parts.storage.save(state, {
+      lease,
+      leaseTtlMs: this.parts.leaseTtlMs,
+      reopen: true,
+      releaseLease: true,
+    });
+    released();
+    await this.dispatch.resume(state.runId, state.reactorName);
+    return outcomeOf(state);
   }
 
   /**
