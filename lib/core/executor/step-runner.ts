@@ -113,17 +113,7 @@ export async function runStep(scope: RunScope, step: StepDefinition): Promise<St
     if (outcome instanceof Skipped) return { kind: 'skipped', step, value: outcome.value, args };
     if (outcome instanceof Halt) return { kind: 'halt', step, reason: outcome.reason, details: outcome.details };
 
-    if (outcome instanceof NestedFailure) {
-      scope.trace({ type: 'fail', step: step.name, attempt, detail: outcome.failure.errorMessage });
-      return {
-        kind: 'failure',
-        step,
-        failure: nestedFailure(scope, step, args, outcome, attempt),
-        error: outcome.error,
-        args,
-        compensate: outcome.compensate,
-      };
-    }
+    if (outcome instanceof NestedFailure) return nestedFailed(scope, step, args, outcome, attempt);
 
     if (outcome.retryable && attempt < step.retries.maxAttempts) {
       const delayMs = backoffDelay(step.retries, attempt);
@@ -167,25 +157,25 @@ function argumentsOverBudget(
   return total > budget.limit ? new ContextTooLargeError(scope.state.runId, total, budget.limit) : undefined;
 }
 
-/** Record that `step` failed with `error`: its failure (inputs and arguments redacted) and a trace entry. */
 /**
- * The failure of a compose or map step whose nested work failed, as the reference reports it: this
+ * Record that a compose or map step failed because its nested work failed, as the reference
+ * reports it (and a trace entry with the inner error's message): this
  * reactor and this step, this run's inputs and this step's arguments (redacted by this reactor's
  * rules, so a redacted input stays redacted when it was passed on), and the nested failure as the
  * {@link RunFailure.cause}. The original error's class, message, field errors and the nested
  * rollback failures are kept.
  */
-function nestedFailure(
+function nestedFailed(
   scope: RunScope,
   step: StepDefinition,
   args: Record<string, unknown>,
   outcome: NestedFailure,
   attempts: number,
-): RunFailure {
+): StepFailed {
   const nested = outcome.failure;
   const what =
     step.handler.kind === 'map' ? `map '${step.name}' element ${outcome.elementIndex}` : `step '${step.name}'`;
-  return runFailure({
+  const failure = runFailure({
     message: `Reactor '${scope.def.name}' ${what}: ${nested.message}`,
     code: nested.code,
     reactorName: scope.def.name,
@@ -208,8 +198,11 @@ function nestedFailure(
       ...(nested.cause ? { cause: nested.cause } : {}),
     },
   });
+  scope.trace({ type: 'fail', step: step.name, attempt: attempts, detail: nested.errorMessage });
+  return { kind: 'failure', step, failure, error: outcome.error, args, compensate: outcome.compensate };
 }
 
+/** Record that `step` failed with `error`: its failure (inputs and arguments redacted) and a trace entry. */
 export function stepFailed(
   scope: RunScope,
   step: StepDefinition,
