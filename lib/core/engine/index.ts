@@ -1,4 +1,5 @@
-export { ReactorEngine, type ListQuery, type RunList, type RunOnOtherDefinition } from './reactor-engine';
+export { ReactorEngine, type RunOnOtherDefinition } from './reactor-engine';
+export type { ListQuery, RunList } from './run-list';
 export { ENGINE_DEFAULTS } from './engine-options';
 export type { EngineLogger, ReactorEngineOptions, RunOptions } from './engine-options';
 export type { RecoveryOptions } from './recovery';

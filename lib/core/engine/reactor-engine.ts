@@ -1,10 +1,9 @@
 import type { ReactorDefinition } from '../definition/definition';
-import { ConfigurationError } from '../errors/configuration.error';
 import { InternalError } from '../errors/internal.error';
 import { ReactorError } from '../errors/reactor.error';
 import { StorageUnavailableError } from '../errors/storage-unavailable.error';
 import { MiddlewareRunner } from '../middleware/middleware-runner';
-import type { BrokenReason, ReactorStorage, RunPosition, RunSummary } from '../ports/reactor-storage.port';
+import type { BrokenReason, ReactorStorage } from '../ports/reactor-storage.port';
 import { systemClock } from '../ports/clock.port';
 import type { ReactorJob } from '../ports/job-dispatcher.port';
 import { ConstructingStepResolver } from '../ports/step-resolver.port';
@@ -19,6 +18,7 @@ import { Recovery, type RecoveryOptions } from './recovery';
 import { DefinitionRegistry } from './registry';
 import { RunControl, type UndoOptions } from './run-control';
 import { RunJobs } from './run-jobs';
+import { listRuns, type ListQuery, type RunList } from './run-list';
 import { RunStarter } from './run-starter';
 import { RunViewer, type RunView } from './run-view';
 import { checkRunId } from './run-id';
@@ -173,28 +173,7 @@ export class ReactorEngine {
    * returned `cursor` continues the listing. Records that expired are left out.
    */
   async list(query: ListQuery): Promise<RunList> {
-    return guarded('list', async () => {
-      const storage = this.storage;
-      if (!storage.listRuns) throw new ConfigurationError('This storage adapter cannot list runs.');
-      if (typeof query?.reactor !== 'string' || query.reactor.length === 0) {
-        throw new ConfigurationError("list: 'reactor' (a reactor name) is required.", 'reactor');
-      }
-      const limit = query.limit ?? 50;
-      if (!Number.isInteger(limit) || limit < 1 || limit > 1000) {
-        throw new ConfigurationError(
-          `list: 'limit' must be an integer from 1 to 1000 (got ${String(query.limit)}).`,
-          'limit',
-        );
-      }
-      const page = await storage.listRuns({
-        reactorName: query.reactor,
-        status: query.status,
-        since: query.since,
-        before: query.cursor === undefined ? undefined : decodeCursor(query.cursor),
-        limit,
-      });
-      return { runs: page.runs, ...(page.next ? { cursor: `${page.next.createdAt}:${page.next.runId}` } : {}) };
-    });
+    return guarded('list', () => listRuns(this.storage, query));
   }
 
   /**
@@ -301,33 +280,4 @@ async function guarded<T>(operation: string, fn: () => Promise<T>): Promise<T> {
     if (error instanceof ReactorError) throw error;
     throw new StorageUnavailableError(operation, error);
   }
-}
-
-/** What {@link ReactorEngine.list} looks for. */
-export interface ListQuery {
-  /** The reactor's name. */
-  reactor: string;
-  status?: RunStatus;
-  /** Only runs created at or after this time (ms since the epoch). */
-  since?: number;
-  /** The `cursor` of the previous page. */
-  cursor?: string;
-  /** Runs per page. @default 50 */
-  limit?: number;
-}
-
-/** A page of {@link ReactorEngine.list}. */
-export interface RunList {
-  runs: RunSummary[];
-  /** Pass as `cursor` for the next page; absent when there is nothing more. */
-  cursor?: string;
-}
-
-function decodeCursor(cursor: string): RunPosition {
-  const at = cursor.indexOf(':');
-  const createdAt = Number(cursor.slice(0, at));
-  if (at <= 0 || !Number.isFinite(createdAt)) {
-    throw new ConfigurationError(`list: 'cursor' is not one list returned (got '${cursor}').`, 'cursor');
-  }
-  return { createdAt, runId: cursor.slice(at + 1) };
 }
