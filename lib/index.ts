@@ -153,5 +153,8 @@ export type {
   RedisLockManagerOptions,
   RedisMapStoreOptions,
 } from './storage/redis';
+export { createAesGcmInputCipher } from './storage/aes-gcm-input.cipher';
+export type { AesGcmInputCipherOptions } from './storage/aes-gcm-input.cipher';
+export type { InputCipher, CipherContext } from './core';
 export { BullMqJobDispatcher, JOB_RETRIES_EXHAUSTED } from './queue';
 export type { BullMqJobDispatcherOptions } from './queue';

@@ -1,5 +1,5 @@
 import type { InjectionToken, ModuleMetadata, OptionalFactoryDependency } from '@nestjs/common';
-import type { ReactorMiddleware, Clock } from '../core';
+import type { ReactorMiddleware, Clock, InputCipher } from '../core';
 
 /** Where the Redis runtime connects: a URL, or a connection the application owns. */
 export type ReactorRedisOptions =
@@ -41,6 +41,12 @@ export interface ReactorModuleOptions {
   prefix?: string;
   /** Observers of run lifecycle events, in order. @default [] */
   middleware?: ReactorMiddleware[];
+  /**
+   * Encrypts where the runs of reactors declaring `encryptInputs` store their inputs (see
+   * `InputCipher`; `createAesGcmInputCipher` makes one from keys). Every process of a deployment
+   * needs the same cipher (and every key still in use). Without it, such a reactor fails the boot.
+   */
+  inputCipher?: InputCipher;
   /** TTL of a run's lease; extended every third of it while the run executes. @default 60000 */
   leaseTtlMs?: number;
   /** Coalesce mid-run checkpoints closer than this many milliseconds. @default 0 (every step) */
@@ -115,6 +121,7 @@ export interface ResolvedReactorModuleOptions {
   readonly redis?: Readonly<ReactorRedisOptions>;
   readonly prefix: string;
   readonly middleware: readonly ReactorMiddleware[];
+  readonly inputCipher?: InputCipher;
   readonly leaseTtlMs: number;
   readonly checkpointMinIntervalMs: number;
   readonly snoozeDelayMs: number;

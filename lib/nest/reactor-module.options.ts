@@ -1,4 +1,11 @@
-import { ConfigurationError, ENGINE_DEFAULTS, systemClock, type Clock, type ReactorMiddleware } from '../core';
+import {
+  ConfigurationError,
+  ENGINE_DEFAULTS,
+  systemClock,
+  type Clock,
+  type InputCipher,
+  type ReactorMiddleware,
+} from '../core';
 import { DEFAULT_MAX_CONTEXT_BYTES } from '../storage/run-state.codec';
 import { DEFAULT_CONTEXT_TTL_MS } from '../storage/redis/redis-reactor.storage';
 import { describeValidSweepIntervals, sweepCronExpression } from '../sweepers/sweep-schedule';
@@ -34,6 +41,7 @@ const KNOWN_OPTIONS: ReadonlyArray<keyof ReactorModuleOptions> = [
   'redis',
   'prefix',
   'middleware',
+  'inputCipher',
   'leaseTtlMs',
   'checkpointMinIntervalMs',
   'snoozeDelayMs',
@@ -75,6 +83,7 @@ export function resolveReactorModuleOptions(raw: ReactorModuleOptions | undefine
     redis: resolveRedis(options.redis),
     prefix: resolvePrefix(options.prefix),
     middleware: Object.freeze(resolveMiddleware(options.middleware)),
+    inputCipher: resolveInputCipher(options.inputCipher),
     leaseTtlMs: integer('leaseTtlMs', options.leaseTtlMs, d.leaseTtlMs, 1),
     checkpointMinIntervalMs: integer(
       'checkpointMinIntervalMs',
@@ -154,6 +163,24 @@ function resolveMiddleware(value: unknown): ReactorMiddleware[] {
     }
   });
   return [...(value as ReactorMiddleware[])];
+}
+
+function resolveInputCipher(value: unknown): InputCipher | undefined {
+  if (value === undefined) return undefined;
+  const cipher = value as Partial<InputCipher> | null;
+  if (
+    cipher === null ||
+    typeof cipher !== 'object' ||
+    typeof cipher.encrypt !== 'function' ||
+    typeof cipher.decrypt !== 'function'
+  ) {
+    throw invalidOption(
+      'inputCipher',
+      'an InputCipher (an object with encrypt(plaintext, context) and decrypt(ciphertext, context))',
+      value,
+    );
+  }
+  return cipher as InputCipher;
 }
 
 function resolveClock(value: unknown): Clock {

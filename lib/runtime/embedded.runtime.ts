@@ -1,5 +1,5 @@
 import type { LoggerService } from '@nestjs/common';
-import type { Clock, JobHandler } from '../core';
+import type { Clock, InputCipher, JobHandler } from '../core';
 import { InProcessJobDispatcher } from './in-process-job.dispatcher';
 import { createMemoryAdapters } from '../storage/memory/create-memory-adapters';
 import type { MemoryLockManager } from '../storage/memory/memory-lock.manager';
@@ -21,7 +21,11 @@ export class EmbeddedReactorRuntime implements ReactorRuntime {
   readonly maps: MemoryMapStore;
   readonly dispatcher: InProcessJobDispatcher;
 
-  constructor(clock: Clock, logger: LoggerService, options: { maxContextBytes?: number } = {}) {
+  constructor(
+    clock: Clock,
+    logger: LoggerService,
+    options: { maxContextBytes?: number; inputCipher?: InputCipher } = {},
+  ) {
     const { storage, locks, maps } = createMemoryAdapters(clock, options);
     this.maps = maps;
     this.storage = storage;

@@ -37,7 +37,10 @@ export function createReactorRuntime(
     return new RedisReactorRuntime(options, queue, logger);
   }
   logger.warn(messages.embeddedRuntimeWarning());
-  return new EmbeddedReactorRuntime(clock, logger, { maxContextBytes: options.maxContextBytes });
+  return new EmbeddedReactorRuntime(clock, logger, {
+    maxContextBytes: options.maxContextBytes,
+    inputCipher: options.inputCipher,
+  });
 }
 
 /**

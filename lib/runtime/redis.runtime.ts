@@ -75,9 +75,14 @@ export class RedisReactorRuntime implements ReactorRuntime {
       contextTtlMs: options.contextTtlMs,
       maxContextBytes: options.maxContextBytes,
       clock: options.clock,
+      inputCipher: options.inputCipher,
     });
     this.locks = new RedisLockManager(this.redis, { keys: this.keys });
-    this.maps = new RedisMapStore(this.redis, { keys: this.keys, contextTtlMs: options.contextTtlMs });
+    this.maps = new RedisMapStore(this.redis, {
+      keys: this.keys,
+      contextTtlMs: options.contextTtlMs,
+      inputCipher: options.inputCipher,
+    });
     this.dispatcher = new BullMqJobDispatcher(queue, { jobRetryCount: options.jobRetryCount });
     queue.on('error', (error: Error) => logger.error(messages.queueError('queue', error)));
     logger.log(

@@ -4,18 +4,23 @@
  */
 import type { RunState } from '../core';
 import { ATTEMPTS, CHILD, encodeDelta, INPUTS, MAP, RESULT, TRACE, UNDO } from './run-record.codec';
+import { NO_SEALER, type Sealer } from './sealing';
 
 /**
  * The record `markBroken` writes: `broken` (the minimal failed run of `brokenRunState`) with every
  * field of the previous record that can still be read put back: inputs, results in their order,
  * the undo stack, the trace, attempts, children and map records. So a run that cannot go on keeps
- * what `undo` needs. Fields that do not parse (or a record stored whole) add nothing.
+ * what `undo` needs. Fields that do not parse (or a record stored whole) add nothing. Sealed fields
+ * are opened with `sealer`, and the run stays marked `encryptInputs` so that they are sealed again.
+ * @throws ConfigurationError for a sealed field `sealer` cannot open (nothing is lost to a missing key).
  */
-export function salvageRecord(broken: RunState, fields: Record<string, string>): RunState {
+export function salvageRecord(broken: RunState, fields: Record<string, string>, sealer: Sealer = NO_SEALER): RunState {
   const state = broken;
-  const read = (value: string): unknown => {
+  const read = (field: string, value: string): unknown => {
+    const json = sealer.open(value, { runId: state.runId, field });
+    if (json !== value) state.encryptInputs = true;
     try {
-      return JSON.parse(value);
+      return JSON.parse(json);
     } catch {
       return undefined;
     }
@@ -24,7 +29,7 @@ export function salvageRecord(broken: RunState, fields: Record<string, string>):
   const undo: Array<[number, string, Record<string, unknown>]> = [];
   const trace: Array<[number, RunState['trace'][number]]> = [];
   for (const [field, value] of Object.entries(fields)) {
-    const parsed = read(value);
+    const parsed = read(field, value);
     if (parsed === undefined) continue;
     if (field === INPUTS && isObject(parsed)) state.inputs = parsed;
     else if (field.startsWith(RESULT) && Array.isArray(parsed) && typeof parsed[0] === 'number') {
@@ -64,6 +69,6 @@ function isObject(value: unknown): value is Record<string, unknown> {
 }
 
 /** A broken record's fields, flat (`[field, value, ...]`): the whole state, whatever its size. */
-export function encodeBroken(state: RunState): string[] {
-  return encodeDelta(state, undefined, Infinity).set;
+export function encodeBroken(state: RunState, sealer: Sealer = NO_SEALER): string[] {
+  return encodeDelta(state, undefined, Infinity, sealer).set;
 }

@@ -22,3 +22,5 @@ export type {
 export { DEFAULT_MAX_CONTEXT_BYTES, encodeRunState, decodeRunState, brokenRunState } from './run-state.codec';
 export { StorageErrorCode, CheckpointResult, storageError } from './storage-error-codes';
 export { normalizeTtlMs } from './lease-ttl';
+export { createAesGcmInputCipher } from './aes-gcm-input.cipher';
+export type { AesGcmInputCipherOptions } from './aes-gcm-input.cipher';

@@ -18,6 +18,10 @@
  * | `c:<step>`   | a composed child's whole state (JSON)                      | when it changes    |
  * | `m:<step>`   | a map step's record (JSON)                                 | when it changes    |
  *
+ * In a run marked `encryptInputs`, the fields that hold inputs in clear (`head`, `inputs`, `u:`, and
+ * `c:`/`m:` of children and elements that are marked) are sealed with the adapter's `InputCipher`
+ * (see `sealing.ts`); the identity, results, trace and attempts are not.
+ *
  * `status`, `terminal` and `broken` sit beside them for the Lua scripts (Redis). A record whose
  * `state` holds the whole run (the format before deltas) is still read; its first checkpoint
  * rewrites it in fields.
@@ -32,10 +36,12 @@ import {
   CorruptRecordError,
   jsonProblem,
   UnstorableValueError,
+  type MapRecord,
   type RunState,
   type UndoEntry,
 } from '../core';
 import { checkRunState, decodeRunState } from './run-state.codec';
+import { NO_SEALER, type Sealer } from './sealing';
 
 /** The identity field (what never changes in a run): also the whole run in records written before deltas. */
 export const HEADER_FIELD = 'state';
@@ -91,10 +97,17 @@ export interface RecordDelta {
 /**
  * The delta that brings the stored record of `state` up to date, given what is `written` of it
  * (none: write it whole). Touches only what changed, so its cost is that of the change; `written`
- * is left as it is until {@link RecordDelta.commit} (call it once the write succeeded).
+ * is left as it is until {@link RecordDelta.commit} (call it once the write succeeded). Fields
+ * holding inputs of a run marked `encryptInputs` are sealed with `sealer`.
  * @throws ContextTooLargeError when the record would exceed `maxBytes` (nothing is to be written).
+ * @throws ConfigurationError when a field must be sealed and `sealer` cannot.
  */
-export function encodeDelta(state: RunState, written: Written | undefined, maxBytes: number): RecordDelta {
+export function encodeDelta(
+  state: RunState,
+  written: Written | undefined,
+  maxBytes: number,
+  sealer: Sealer = NO_SEALER,
+): RecordDelta {
   const full = written === undefined || !diffable(state, written);
   const w = full ? emptyWritten() : written;
   const set: string[] = [];
@@ -122,11 +135,15 @@ export function encodeDelta(state: RunState, written: Written | undefined, maxBy
       throw new UnstorableValueError(state.runId, what, step, error);
     }
   };
+  const sealRun = state.encryptInputs === true;
+  const sealed = (field: string, value: string, seal: boolean | undefined): string =>
+    seal ? sealer.seal(value, { runId: state.runId, field }) : value;
   const id = sameIdentity(w.identity, state) ? undefined : identity(state);
   if (id) put(HEADER_FIELD, JSON.stringify(id), true);
-  put(PROGRESS, progressJson(state, json), true);
+  put(PROGRESS, sealed(PROGRESS, progressJson(state, json), sealRun), true);
   const inputsChanged = w.inputs !== state.inputs;
-  if (inputsChanged) put(INPUTS, json(state.inputs, 'the inputs', undefined, state.inputs), true);
+  if (inputsChanged)
+    put(INPUTS, sealed(INPUTS, json(state.inputs, 'the inputs', undefined, state.inputs), sealRun), true);
   for (let seq = w.completed; seq < state.completed.length; seq++) {
     const step = state.completed[seq];
     const value = state.results[step];
@@ -145,7 +162,7 @@ export function encodeDelta(state: RunState, written: Written | undefined, maxBy
   for (let n = keep; n < state.undoStack.length; n++) {
     const entry = state.undoStack[n];
     const value = json([entry.step, entry.args], `the arguments of step '${entry.step}'`, entry.step, entry.args);
-    pushed.push({ entry, bytes: put(UNDO + n, value, false) });
+    pushed.push({ entry, bytes: put(UNDO + n, sealed(UNDO + n, value, sealRun), false) });
   }
   for (let n = w.trace; n < state.trace.length; n++) put(TRACE + n, traceJson(state.trace[n]), false);
   const attempts: Array<[string, number]> = [];
@@ -155,8 +172,14 @@ export function encodeDelta(state: RunState, written: Written | undefined, maxBy
     put(ATTEMPTS + step, String(count), true);
     attempts.push([step, count]);
   }
-  const children = changed(state.runId, state.children, w.children, CHILD, put);
-  const maps = state.maps ? changed(state.runId, state.maps, w.maps, MAP, put) : [];
+  const children = changed(state.runId, state.children, w.children, CHILD, (field, value, child) =>
+    put(field, sealed(field, value, sealRun || child.encryptInputs), true),
+  );
+  const maps = state.maps
+    ? changed(state.runId, state.maps, w.maps, MAP, (field, value, record) =>
+        put(field, sealed(field, value, sealRun || holdsSealed(record)), true),
+      )
+    : [];
 
   if (bytes > maxBytes) throw new ContextTooLargeError(state.runId, bytes, maxBytes);
   return {
@@ -182,10 +205,16 @@ export function encodeDelta(state: RunState, written: Written | undefined, maxBy
 }
 
 /**
- * Read a run from its fields; returns the state and what is stored of it.
+ * Read a run from its fields (opening sealed ones with `sealer`); returns the state and what is
+ * stored of it.
  * @throws CorruptRecordError for a field that cannot be read, a wrong shape or another schema version.
+ * @throws ConfigurationError for a sealed field `sealer` cannot open (no cipher, another key).
  */
-export function decodeRecord(runId: string, fields: Record<string, string>): { state: RunState; written?: Written } {
+export function decodeRecord(
+  runId: string,
+  fields: Record<string, string>,
+  sealer: Sealer = NO_SEALER,
+): { state: RunState; written?: Written } {
   const raw = fields[HEADER_FIELD];
   if (raw === undefined) throw new CorruptRecordError(`Stored record of run '${runId}' has no 'state' field.`, runId);
   const head = parse(runId, HEADER_FIELD, raw);
@@ -213,6 +242,7 @@ export function decodeRecord(runId: string, fields: Record<string, string>): { s
     trace: [],
     children: {},
   };
+  const open = (field: string, value: string): string => sealer.open(value, { runId, field });
   const results = assembled.results as Record<string, unknown>;
   const order: Array<[number, string]> = [];
   const undo: Array<[number, string, Record<string, unknown>, number]> = [];
@@ -222,10 +252,10 @@ export function decodeRecord(runId: string, fields: Record<string, string>): { s
     if (field === HEADER_FIELD) {
       size(field, value, true);
     } else if (field === PROGRESS) {
-      Object.assign(assembled, parse(runId, field, value));
+      Object.assign(assembled, parse(runId, field, open(field, value)));
       size(field, value, true);
     } else if (field === INPUTS) {
-      assembled.inputs = parse(runId, field, value);
+      assembled.inputs = parse(runId, field, open(field, value));
       size(field, value, true);
     } else if (field.startsWith(RESULT)) {
       const step = field.slice(RESULT.length);
@@ -234,7 +264,7 @@ export function decodeRecord(runId: string, fields: Record<string, string>): { s
       order.push([seq, step]);
       size(field, value, false);
     } else if (field.startsWith(UNDO)) {
-      const [step, args] = parse(runId, field, value) as [string, Record<string, unknown>];
+      const [step, args] = parse(runId, field, open(field, value)) as [string, Record<string, unknown>];
       undo.push([Number(field.slice(UNDO.length)), step, args, size(field, value, false)]);
     } else if (field.startsWith(TRACE)) {
       trace.push([Number(field.slice(TRACE.length)), parse(runId, field, value)]);
@@ -246,13 +276,15 @@ export function decodeRecord(runId: string, fields: Record<string, string>): { s
       size(field, value, true);
     } else if (field.startsWith(CHILD)) {
       const step = field.slice(CHILD.length);
-      (assembled.children as Record<string, unknown>)[step] = parse(runId, field, value);
-      written.children.set(step, value);
+      const json = open(field, value);
+      (assembled.children as Record<string, unknown>)[step] = parse(runId, field, json);
+      written.children.set(step, json);
       size(field, value, true);
     } else if (field.startsWith(MAP)) {
       const step = field.slice(MAP.length);
-      maps[step] = parse(runId, field, value);
-      written.maps.set(step, value);
+      const json = open(field, value);
+      maps[step] = parse(runId, field, json);
+      written.maps.set(step, json);
       size(field, value, true);
     }
   }
@@ -360,13 +392,19 @@ function traceJson(entry: RunState['trace'][number]): string {
   return JSON.stringify({ ...entry, arguments: bounded(entry.arguments) });
 }
 
-/** The entries of `current` whose JSON differs from what is `stored`, written with `put`. */
-function changed(
+/** Whether an inline map's record holds the state of an element marked `encryptInputs`. */
+function holdsSealed(record: MapRecord): boolean {
+  for (const index in record.elements) if (record.elements[index].encryptInputs) return true;
+  return false;
+}
+
+/** The entries of `current` whose JSON differs from what is `stored` (their JSON), written with `put`. */
+function changed<T>(
   runId: string,
-  current: Record<string, unknown>,
+  current: Record<string, T>,
   stored: ReadonlyMap<string, string>,
   prefix: string,
-  put: (field: string, value: string, replaceable: boolean) => number,
+  put: (field: string, json: string, value: T) => void,
 ): Array<[string, string]> {
   const out: Array<[string, string]> = [];
   for (const key in current) {
@@ -377,7 +415,7 @@ function changed(
       throw new UnstorableValueError(runId, `the record of step '${key}'`, key, error);
     }
     if (stored.get(key) === json) continue;
-    put(prefix + key, json, true);
+    put(prefix + key, json, current[key]);
     out.push([key, json]);
   }
   return out;
@@ -392,6 +430,7 @@ type Identity = Pick<
   | 'definitionHash'
   | 'reactorVersion'
   | 'redactedInputs'
+  | 'encryptInputs'
   | 'retriedFrom'
   | 'retryCount'
   | 'createdAt'
@@ -405,6 +444,7 @@ function identity(state: RunState): Identity {
     definitionHash: state.definitionHash,
     reactorVersion: state.reactorVersion,
     redactedInputs: state.redactedInputs,
+    encryptInputs: state.encryptInputs,
     retriedFrom: state.retriedFrom,
     retryCount: state.retryCount,
     createdAt: state.createdAt,
@@ -420,6 +460,7 @@ function sameIdentity(stored: Identity | undefined, state: RunState): boolean {
     stored.definitionHash === state.definitionHash &&
     stored.reactorVersion === state.reactorVersion &&
     stored.redactedInputs === state.redactedInputs &&
+    stored.encryptInputs === state.encryptInputs &&
     stored.retriedFrom === state.retriedFrom &&
     stored.retryCount === state.retryCount &&
     stored.createdAt === state.createdAt

@@ -1,10 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import type { Clock, LockManager, ReactorStorage } from '../../lib/core/ports';
+import type { Clock, InputCipher, LockManager, ReactorStorage } from '../../lib/core/ports';
 
 /** Options a conformance suite asks of an adapter factory. */
 export interface HarnessOptions {
   /** Size limit to configure on the storage. Absent: the adapter's default (16 MiB). */
   maxContextBytes?: number;
+  /** Input cipher to configure on the storage. */
+  inputCipher?: InputCipher;
 }
 
 /**
@@ -25,6 +27,8 @@ export interface AdapterHarness {
   shortTtlMs?: number;
   /** Store `raw` verbatim as the record of a non-terminal run (to simulate corruption). */
   writeRaw?(runId: string, raw: string): Promise<void>;
+  /** The stored fields of a run, verbatim (as `HGETALL` returns them). */
+  readRaw(runId: string): Promise<Record<string, string>>;
   /** Remove everything this harness created. */
   cleanup(): Promise<void>;
 }

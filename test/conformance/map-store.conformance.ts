@@ -7,11 +7,14 @@ import type { ElementRecord, MapMeta } from '../../lib/core/model/map';
 import type { MapStore } from '../../lib/core/ports/map-store.port';
 import type { RollbackFailure, RunFailure } from '../../lib/core/results/run-outcome';
 import { makeRunState, newRunId, T0 } from './run-state.factory';
+import { SECRET } from './test-cipher';
 
 /** A map store and the lock manager of the same runtime (element leases taken from `locks`). */
 export interface MapStoreHarness {
   maps: MapStore;
   locks: LockManager;
+  /** The stored element inputs and states of a map, verbatim (the store was given `testCipher`). */
+  readRaw(mapId: string): Promise<{ inputs: string[]; states: string[] }>;
   /** Remove everything this harness created. */
   cleanup(): Promise<void>;
 }
@@ -121,6 +124,34 @@ export function describeMapStoreConformance(name: string, factory: MapStoreFacto
     }
 
     const elementState = (i: number) => makeRunState({ runId: `element-${i}`, status: 'completed' });
+
+    describe('encrypted element inputs and states (the store was given an input cipher)', () => {
+      it('stores them sealed when asked and reads them back; others stay in clear', async () => {
+        expect(maps.encryptsInputs).toBe(true);
+        const mapId = newMapId();
+        await maps.putInputs(mapId, 0, [{ card: SECRET }, { card: `${SECRET}-2` }], { encrypt: true });
+        await maps.create(metaOf(mapId, { total: 3, encryptInputs: true }));
+        await maps.putInputs(mapId, 2, [{ card: `${SECRET}-3` }]);
+        await maps.reserve(mapId, 3);
+        const lease = leaseOf(mapId, 0);
+        const claimed = await maps.claimElement(mapId, 0, lease, LONG_TTL);
+        expect(claimed).toMatchObject({ acquired: true, done: false, input: { card: SECRET } });
+        const state = makeRunState({ runId: 'element-0', encryptInputs: true, inputs: { card: SECRET } });
+        await maps.putElementState(mapId, 0, state, lease);
+        await expect(maps.elementState(mapId, 0)).resolves.toEqual(state);
+        await maps.settleElement(mapId, 0, completed('ok'), { ...state, status: 'completed' }, lease);
+        await expect(maps.elementState(mapId, 0)).resolves.toEqual({ ...state, status: 'completed' });
+        await expect(maps.claimElement(mapId, 1, leaseOf(mapId, 1), LONG_TTL)).resolves.toMatchObject({
+          input: { card: `${SECRET}-2` },
+        });
+
+        const raw = await h.readRaw(mapId);
+        expect(raw.inputs).toHaveLength(3);
+        expect(raw.inputs.filter((v) => v.includes(SECRET))).toEqual([`{"card":"${SECRET}-3"}`]);
+        expect(raw.states).toHaveLength(1);
+        expect(raw.states[0]).toMatch(/^~/);
+      });
+    });
 
     describe('create, meta and inputs', () => {
       it('creates a map once and returns its metadata', async () => {

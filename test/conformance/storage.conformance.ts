@@ -4,6 +4,7 @@ import type { SaveOptions } from '../../lib/core/ports';
 import { encodeDelta } from '../../lib/storage/run-record.codec';
 import { letTimePass, type AdapterFactory, type AdapterHarness, type HarnessOptions } from './adapter-harness';
 import { makeRunState, newRunId, T0 } from './run-state.factory';
+import { fieldsHolding, SECRET, testCipher } from './test-cipher';
 
 const NON_TERMINAL: RunStatus[] = ['pending', 'running', 'rolling_back', 'paused'];
 const TERMINAL: RunStatus[] = ['completed', 'failed', 'halted', 'cancelled'];
@@ -611,6 +612,96 @@ export function describeStorageConformance(name: string, factory: AdapterFactory
         await h.storage.save({ ...done, status: 'running' }, { createOnly: true });
         await h.storage.save({ ...done, status: 'running' });
         expect(await h.storage.listActive(10)).toEqual([]);
+      });
+    });
+
+    describe('encrypted inputs (a run marked encryptInputs, storage given an input cipher)', () => {
+      /** A run whose secret sits everywhere inputs are kept: inputs, undo, a child, an inline map, a rollback. */
+      function secretRun(): RunState {
+        const state = makeRunState({
+          encryptInputs: true,
+          status: 'rolling_back',
+          inputs: { card: SECRET, order: { id: 'o-1' } },
+          undoStack: [{ step: 'reserve', args: { card: SECRET }, result: { reservationId: 'r-1' } }],
+          rollback: {
+            target: 'failed',
+            compensate: [{ step: 'charge', args: { card: SECRET }, message: 'declined' }],
+            failures: [],
+          },
+        });
+        state.children = {
+          pay: makeRunState({ runId: `${state.runId}:pay`, encryptInputs: true, inputs: { card: SECRET } }),
+        };
+        state.maps = {
+          lines: {
+            mapId: `${state.runId}:lines`,
+            mode: 'inline',
+            elements: { 0: makeRunState({ encryptInputs: true, inputs: { card: SECRET } }) },
+          },
+        };
+        return state;
+      }
+
+      it('stores no field holding the inputs in clear, and reads the run back whole', async () => {
+        const e = await harnessWith({ inputCipher: testCipher });
+        expect(e.storage.encryptsInputs).toBe(true);
+        const state = secretRun();
+        await e.storage.save(state);
+        const raw = await e.readRaw(state.runId);
+        expect(fieldsHolding(raw)).toEqual([]);
+        for (const field of ['head', 'inputs', 'u:0', 'c:pay', 'm:lines']) expect(raw[field]).toMatch(/^~/);
+        expect(JSON.parse(raw.state)).toMatchObject({ encryptInputs: true, reactorName: 'checkout' });
+        await expect(e.storage.load(state.runId)).resolves.toEqual(state);
+      });
+
+      it('writes later checkpoints as deltas, sealed too', async () => {
+        const e = await harnessWith({ inputCipher: testCipher });
+        const state = secretRun();
+        await e.storage.save(state);
+        const loaded = (await e.storage.load(state.runId))!;
+        loaded.undoStack.push({ step: 'charge', args: { card: SECRET, amount: 5 }, result: { id: 'ch-1' } });
+        loaded.results.charge = { id: 'ch-1' };
+        loaded.completed.push('charge');
+        loaded.children.pay.inputs = { card: SECRET, retry: true };
+        await e.storage.save(loaded);
+        const raw = await e.readRaw(state.runId);
+        expect(fieldsHolding(raw)).toEqual([]);
+        expect(raw['u:1']).toMatch(/^~/);
+        await expect(e.storage.load(state.runId)).resolves.toEqual(loaded);
+      });
+
+      it('stores a run that is not marked in clear, cipher or not', async () => {
+        const e = await harnessWith({ inputCipher: testCipher });
+        const state = makeRunState({ inputs: { card: SECRET } });
+        await e.storage.save(state);
+        expect(fieldsHolding(await e.readRaw(state.runId))).toEqual(['inputs']);
+        await expect(e.storage.load(state.runId)).resolves.toEqual(state);
+      });
+
+      it('refuses to store a marked run without a cipher (ConfigurationError naming the option), writing nothing', async () => {
+        expect(h.storage.encryptsInputs).toBe(false);
+        const state = secretRun();
+        await expect(h.storage.save(state)).rejects.toMatchObject({
+          name: 'ConfigurationError',
+          option: 'inputCipher',
+        });
+        await expect(h.storage.load(state.runId)).resolves.toBeUndefined();
+      });
+
+      it('markBroken keeps the sealed fields sealed and readable', async () => {
+        const e = await harnessWith({ inputCipher: testCipher });
+        const state = secretRun();
+        await e.storage.save(state);
+        await e.storage.markBroken(state.runId, 'checkout', {
+          code: 'CORRUPT_RECORD',
+          message: 'a field could not be read',
+        });
+        const raw = await e.readRaw(state.runId);
+        expect(fieldsHolding(raw)).toEqual([]);
+        const broken = (await e.storage.load(state.runId))!;
+        expect(broken).toMatchObject({ status: 'failed', encryptInputs: true, inputs: state.inputs });
+        expect(broken.undoStack).toEqual(state.undoStack);
+        expect(broken.children).toEqual(state.children);
       });
     });
 

@@ -1,4 +1,5 @@
 import { ReactorEngine, type ReactorEngineOptions } from '../../lib/core';
+import type { InputCipher } from '../../lib/core/ports/input-cipher.port';
 import type { ReactorStorage } from '../../lib/core/ports/reactor-storage.port';
 import { InProcessJobDispatcher } from '../../lib/runtime/in-process-job.dispatcher';
 import { createMemoryAdapters } from '../../lib/storage/memory';
@@ -6,13 +7,17 @@ import { FakeClock } from '../../lib/testing/fake-clock';
 import { RecordingMiddleware } from '../../lib/testing/recording.middleware';
 
 /** An engine on the embedded runtime with a fake clock, a recorder and a save counter. */
-export function createHarness(options: Partial<ReactorEngineOptions> = {}) {
+export function createHarness(
+  options: Partial<ReactorEngineOptions> = {},
+  adapters: { inputCipher?: InputCipher } = {},
+) {
   const clock = new FakeClock();
-  const { storage, locks, maps } = createMemoryAdapters(clock);
+  const { storage, locks, maps } = createMemoryAdapters(clock, adapters);
   const recorder = new RecordingMiddleware();
   const dispatcher = new InProcessJobDispatcher(clock);
   const saves: string[] = [];
   const counting: ReactorStorage = {
+    encryptsInputs: storage.encryptsInputs,
     save: (state, opts) => {
       saves.push(`${state.status}:${state.completed.join(',')}`);
       return storage.save(state, opts);

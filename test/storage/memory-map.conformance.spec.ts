@@ -1,9 +1,11 @@
 import { MemoryLockManager, MemoryMapStore } from '../../lib/storage/memory';
 import { describeMapStoreConformance } from '../conformance/map-store.conformance';
+import { testCipher } from '../conformance/test-cipher';
 
 describeMapStoreConformance('memory', () => {
   const locks = new MemoryLockManager();
-  return { maps: new MemoryMapStore(locks), locks, cleanup: async () => undefined };
+  const maps = new MemoryMapStore(locks, { inputCipher: testCipher });
+  return { maps, locks, readRaw: async (mapId) => maps.readRaw(mapId), cleanup: async () => undefined };
 });
 
 it('gives each factory call its own map store and lease table', async () => {

@@ -15,6 +15,7 @@ const memoryFactory: AdapterFactory = (options = {}) => {
     advance: (ms) => clock.advance(ms),
     shortTtlMs: 1000,
     writeRaw: async (runId, raw) => storage.writeRaw(runId, raw),
+    readRaw: async (runId) => storage.readRaw(runId),
     cleanup: async () => storage.clear(),
   };
 };

@@ -2,6 +2,7 @@ import type { Redis } from 'ioredis';
 import { RedisKeys, RedisLockManager, RedisMapStore } from '../../lib/storage/redis';
 import { describeMapStoreConformance } from '../conformance/map-store.conformance';
 import { cleanupPrefix, createTestRedis, uniquePrefix } from '../setup/redis';
+import { testCipher } from '../conformance/test-cipher';
 
 let redis: Redis;
 const filePrefix = uniquePrefix('redis-map-conformance').replace(/:$/, '');
@@ -20,8 +21,12 @@ describeMapStoreConformance('redis', () => {
   const prefix = `${filePrefix}:${++counter}`;
   const keys = new RedisKeys({ prefix });
   return {
-    maps: new RedisMapStore(redis, { keys }),
+    maps: new RedisMapStore(redis, { keys, inputCipher: testCipher }),
     locks: new RedisLockManager(redis, { keys }),
+    readRaw: async (mapId) => ({
+      inputs: Object.values(await redis.hgetall(keys.mapKey(mapId, 'inputs'))),
+      states: Object.values(await redis.hgetall(keys.mapKey(mapId, 'states'))),
+    }),
     cleanup: async () => {
       await cleanupPrefix(redis, `${prefix}:`);
     },

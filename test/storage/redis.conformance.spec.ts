@@ -21,7 +21,11 @@ afterAll(async () => {
 const redisFactory: AdapterFactory = (options = {}) => {
   const prefix = `${filePrefix}:${++counter}`;
   const keys = new RedisKeys({ prefix });
-  const storage = new RedisReactorStorage(redis, { keys, maxContextBytes: options.maxContextBytes });
+  const storage = new RedisReactorStorage(redis, {
+    keys,
+    maxContextBytes: options.maxContextBytes,
+    inputCipher: options.inputCipher,
+  });
   const locks = new RedisLockManager(redis, { keys });
   return {
     storage,
@@ -34,6 +38,7 @@ const redisFactory: AdapterFactory = (options = {}) => {
         .zadd(keys.activeIndexKeyOf(runId), Date.now(), runId)
         .exec();
     },
+    readRaw: async (runId) => redis.hgetall(keys.runKey(runId)),
     cleanup: async () => {
       await cleanupPrefix(redis, `${prefix}:`);
     },

@@ -90,6 +90,14 @@ export interface ReactorOptions {
    * per execution, for middleware that keeps per-run state.
    */
   middleware?: ReadonlyArray<ReactorMiddlewareEntry>;
+  /**
+   * Encrypt where this reactor's runs store their inputs in clear (the inputs, the arguments kept
+   * for undo, composed children and map elements, which inherit it), with the module's
+   * `inputCipher`; a module without one refuses to boot. Results, the trace and the failure are
+   * not encrypted: mark secret inputs `redact: true` so they are shown only as `[REDACTED]`.
+   * @default false
+   */
+  encryptInputs?: boolean;
 }
 
 /** A reactor's middleware: an instance, or a class instantiated per execution. */
@@ -114,6 +122,8 @@ export interface ReactorDefinition<I = unknown, O = unknown> {
   readonly version: string;
   /** This reactor's own middleware (see {@link ReactorOptions.middleware}). */
   readonly middleware: readonly ReactorMiddlewareEntry[];
+  /** Whether runs store their inputs encrypted (see {@link ReactorOptions.encryptInputs}). */
+  readonly encryptInputs: boolean;
   /** Stable hash of the definition's shape; stored with each run. */
   readonly hash: string;
   /** @internal phantom types. */

@@ -108,6 +108,10 @@ export function finishDefinition<I, O>(
     if (!ok) fail(`middleware[${i}] must be an object with an onEvent method, or a class of one`);
   });
 
+  if (options.encryptInputs !== undefined && typeof options.encryptInputs !== 'boolean') {
+    fail(`encryptInputs must be true or false (got ${JSON.stringify(options.encryptInputs)})`);
+  }
+
   const inputs = [...inputDefs.values()];
   const hash = definitionHash(reactorName, inputs, steps, returns, options.background);
   return Object.freeze({
@@ -121,6 +125,7 @@ export function finishDefinition<I, O>(
     description: options.description,
     version: String(options.version ?? '1'),
     middleware: Object.freeze([...middleware]),
+    encryptInputs: options.encryptInputs === true,
     hash,
   });
 }

@@ -101,7 +101,10 @@ export class MapJobs {
         });
         return { index, record: { status: 'failed', failure }, lease };
       }
-      state = newRunState(def, elementRunId(mapId, index), inputs, this.parts.clock.now(), meta.redactedInputs);
+      state = newRunState(def, elementRunId(mapId, index), inputs, this.parts.clock.now(), {
+        redactedInputs: meta.redactedInputs,
+        encryptInputs: meta.encryptInputs,
+      });
       state.status = 'running';
     }
     const due = state.retryAt ? Math.max(...Object.values(state.retryAt)) - this.parts.clock.now() : 0;

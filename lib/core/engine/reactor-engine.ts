@@ -1,4 +1,5 @@
 import type { ReactorDefinition } from '../definition/definition';
+import { ConfigurationError } from '../errors/configuration.error';
 import { InternalError } from '../errors/internal.error';
 import { ReactorError } from '../errors/reactor.error';
 import { StorageUnavailableError } from '../errors/storage-unavailable.error';
@@ -40,6 +41,8 @@ export class ReactorEngine {
   private readonly viewer: RunViewer;
   private readonly waiters: Waiters;
   private readonly storage: ReactorStorage;
+  /** Whether storage (and the map store, if any) can store inputs encrypted. */
+  private readonly encryptsInputs: boolean;
 
   constructor(options: ReactorEngineOptions) {
     const logger = options.logger ?? {
@@ -64,6 +67,8 @@ export class ReactorEngine {
     const dispatch = new Dispatch(options.dispatcher, snoozeDelayMs, options.snoozeJitterMs ?? snoozeDelayMs);
     const leases = new LeaseKeeper(parts.locks, parts.leaseTtlMs, logger);
     this.storage = parts.storage;
+    this.encryptsInputs =
+      parts.storage.encryptsInputs === true && (parts.maps === undefined || parts.maps.encryptsInputs === true);
     this.waiters = new Waiters(parts.storage, parts.clock);
     this.viewer = new RunViewer(this.registry, parts.maps);
     const executions = new Executions(parts, this.registry, dispatch, leases, this.waiters, this.viewer);
@@ -90,6 +95,7 @@ export class ReactorEngine {
 
   /** Register a definition. Registering the same name with another shape is an error. */
   register(def: ReactorDefinition): void {
+    this.checkEncryption(def);
     this.registry.register(def);
   }
 
@@ -99,6 +105,18 @@ export class ReactorEngine {
    */
   validate(): void {
     this.registry.validate();
+    for (const def of this.registry.all()) this.checkEncryption(def);
+  }
+
+  /** A reactor that stores its inputs encrypted needs adapters that can. */
+  private checkEncryption(def: ReactorDefinition): void {
+    if (!def.encryptInputs || this.encryptsInputs) return;
+    throw new ConfigurationError(
+      `Reactor '${def.name}' declares encryptInputs, but its storage has no input cipher. Configure one ` +
+        '(ReactorModule.forRoot({ inputCipher: createAesGcmInputCipher(...) }), or the `inputCipher` option of ' +
+        'the storage and map store adapters), or remove encryptInputs.',
+      'inputCipher',
+    );
   }
 
   /** The registered definition named `name`. */

@@ -21,6 +21,10 @@ export async function dispatchFanOut(
   const chunk: Array<Record<string, unknown>> = [];
   let total = 0;
   let start = 0;
+  // Element inputs are encrypted when the run that maps is, or when the element reactor asks.
+  const stored = {
+    encrypt: host.state.encryptInputs === true || host.definition(spec.elementReactor).encryptInputs,
+  };
   for await (const element of source as AsyncIterable<unknown>) {
     let inputs: Record<string, unknown>;
     try {
@@ -39,15 +43,16 @@ export async function dispatchFanOut(
     chunk.push(inputs);
     total++;
     if (chunk.length >= 1000) {
-      await maps.putInputs(mapId, start, chunk.splice(0));
+      await maps.putInputs(mapId, start, chunk.splice(0), stored);
       start = total;
     }
   }
-  if (chunk.length > 0) await maps.putInputs(mapId, start, chunk.splice(0));
+  if (chunk.length > 0) await maps.putInputs(mapId, start, chunk.splice(0), stored);
   const redactedInputs = redactedElementInputs(host.def, spec, host.state.redactedInputs);
   await maps.create({
     mapId,
     ...(redactedInputs.length > 0 ? { redactedInputs } : {}),
+    ...(stored.encrypt ? { encryptInputs: true as const } : {}),
     ownerRunId: host.owner.runId,
     ownerReactor: host.owner.reactorName,
     parentRunId: host.state.runId,

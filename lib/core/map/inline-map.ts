@@ -40,7 +40,10 @@ async function runElementInline(
     if (record.status === 'failed') record.failure.fieldErrors = errors;
     return { record };
   }
-  const state = newRunState(elementDef, elementRunId(mapId, index), inputs, host.now(), redacted);
+  const state = newRunState(elementDef, elementRunId(mapId, index), inputs, host.now(), {
+    redactedInputs: redacted,
+    encryptInputs: host.state.encryptInputs,
+  });
   state.status = 'running';
   const execution = host.child(elementDef, state, 'none');
   const outcome = await execution.execute(false);

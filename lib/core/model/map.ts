@@ -20,6 +20,8 @@ export interface MapMeta {
   atomic: boolean;
   /** Element inputs given from a redacted value of the run that maps (see `RunState.redactedInputs`). */
   redactedInputs?: string[];
+  /** Set when the element inputs and states are stored encrypted (see `RunState.encryptInputs`). */
+  encryptInputs?: true;
   /** Set when the map runs inside a map element (nested maps run inline, but say where). */
   outer?: { mapId: string; index: number };
   createdAt: number;

@@ -69,6 +69,11 @@ export interface RunState {
    * shown as `[REDACTED]` like the inputs the definition declares `redact: true`. Absent when none.
    */
   redactedInputs?: string[];
+  /**
+   * Set when storage encrypts the fields of this run that hold inputs in clear (its reactor, or the
+   * run it belongs to, declares `encryptInputs`; see `InputCipher`).
+   */
+  encryptInputs?: true;
   /** Set on a run started by `retry` of a failed run: that run's id, and how many retries led here. */
   retriedFrom?: string;
   retryCount?: number;
@@ -112,14 +117,28 @@ export interface RunState {
   finishedAt?: number;
 }
 
+/** What a run inherits from the run it belongs to (a composed child's parent, a map element's map). */
+export interface InheritedRunTraits {
+  /** See {@link RunState.redactedInputs}. */
+  redactedInputs?: readonly string[];
+  /** Encrypt the stored inputs, whatever the reactor declares (see {@link RunState.encryptInputs}). */
+  encryptInputs?: boolean;
+}
+
 /** The initial state of a run of reactor `reactor` (its name and definition hash). */
 export function newRunState(
-  reactor: { readonly name: string; readonly hash: string; readonly version?: string },
+  reactor: {
+    readonly name: string;
+    readonly hash: string;
+    readonly version?: string;
+    readonly encryptInputs?: boolean;
+  },
   runId: string,
   inputs: Record<string, unknown>,
   now: number,
-  redactedInputs: readonly string[] = [],
+  inherited: InheritedRunTraits = {},
 ): RunState {
+  const redactedInputs = inherited.redactedInputs ?? [];
   return {
     schemaVersion: RUN_STATE_SCHEMA_VERSION,
     runId,
@@ -127,6 +146,7 @@ export function newRunState(
     definitionHash: reactor.hash,
     ...(reactor.version !== undefined && reactor.version !== '1' ? { reactorVersion: reactor.version } : {}),
     ...(redactedInputs.length > 0 ? { redactedInputs: [...redactedInputs] } : {}),
+    ...(reactor.encryptInputs === true || inherited.encryptInputs === true ? { encryptInputs: true as const } : {}),
     status: 'pending',
     inputs,
     results: {},

@@ -4,3 +4,4 @@ export * from './reactor-storage.port';
 export * from './job-dispatcher.port';
 export * from './step-resolver.port';
 export * from './map-store.port';
+export * from './input-cipher.port';

@@ -41,6 +41,12 @@ export interface ElementsSettled extends ElementSettled {
   lost: number[];
 }
 
+/** How element inputs are stored. */
+export interface StoredInputsOptions {
+  /** Encrypt them with the store's `InputCipher` (see `MapMeta.encryptInputs`). */
+  encrypt: boolean;
+}
+
 /**
  * Storage of fan-out maps: element inputs, records by index, the dispatch window, element
  * leases, and distributed rollback. Results are written by index (a re-run overwrites its own
@@ -48,11 +54,21 @@ export interface ElementsSettled extends ElementSettled {
  * Every key of a map lives in its owner run's cluster slot.
  */
 export interface MapStore {
+  /**
+   * Whether the store encrypts element inputs and states marked `encryptInputs` (it was given an
+   * `InputCipher`). Without it, such a map is refused when it is created.
+   */
+  readonly encryptsInputs?: boolean;
   /** Create the map and add it to the index of open maps. False if it exists (a re-run). */
   create(meta: MapMeta): Promise<boolean>;
   meta(mapId: string): Promise<MapMeta | undefined>;
-  /** Store the inputs of elements `start ..< start + inputs.length`. */
-  putInputs(mapId: string, start: number, inputs: Array<Record<string, unknown>>): Promise<void>;
+  /** Store the inputs of elements `start ..< start + inputs.length`, encrypted when `options.encrypt`. */
+  putInputs(
+    mapId: string,
+    start: number,
+    inputs: Array<Record<string, unknown>>,
+    options?: StoredInputsOptions,
+  ): Promise<void>;
   /** Reserve up to `count` more indices to dispatch (never past `total`). */
   reserve(mapId: string, count: number): Promise<number[]>;
   /**

@@ -73,6 +73,11 @@ export interface BrokenReason {
  */
 export interface ReactorStorage {
   /**
+   * Whether the storage encrypts the inputs of runs marked `encryptInputs` (it was given an
+   * `InputCipher`). Without it, a reactor declaring `encryptInputs` is refused when registered.
+   */
+  readonly encryptsInputs?: boolean;
+  /**
    * Write the run. Returns false when nothing was written: with `createOnly` because the run
    * exists, otherwise because the stored record is terminal and the state is not (unless
    * `reopen`); the engine treats the latter as a stale writer and stops. Throws `LeaseLostError`

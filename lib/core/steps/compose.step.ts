@@ -34,7 +34,10 @@ export const composeStep: StepKind<ComposeSpec> = {
       }
       // Redaction follows a value: a child input given from a redacted argument is redacted in the child.
       const redacted = redactedArgNames(step, scope.state.redactedInputs).filter((name) => name in inputs);
-      childState = newRunState(childDef, childRunId(scope.state.runId, step.name), inputs, scope.now(), redacted);
+      childState = newRunState(childDef, childRunId(scope.state.runId, step.name), inputs, scope.now(), {
+        redactedInputs: redacted,
+        encryptInputs: scope.state.encryptInputs,
+      });
       scope.state.children[step.name] = childState;
     }
     const outcome = await scope.child(childDef, childState, 'through-parent').execute(false);

@@ -1,4 +1,4 @@
-import { systemClock, type Clock } from '../../core';
+import { systemClock, type Clock, type InputCipher } from '../../core';
 import { MemoryLockManager } from './memory-lock.manager';
 import { MemoryReactorStorage } from './memory-reactor.storage';
 import { MemoryMapStore } from './memory-map.store';
@@ -16,9 +16,10 @@ export interface MemoryAdapters {
  */
 export function createMemoryAdapters(
   clock: Clock = systemClock,
-  options: { maxContextBytes?: number } = {},
+  options: { maxContextBytes?: number; inputCipher?: InputCipher } = {},
 ): MemoryAdapters {
   const locks = new MemoryLockManager(clock);
-  const storage = new MemoryReactorStorage({ locks, clock, maxContextBytes: options.maxContextBytes });
-  return { storage, locks, maps: new MemoryMapStore(locks) };
+  const { maxContextBytes, inputCipher } = options;
+  const storage = new MemoryReactorStorage({ locks, clock, maxContextBytes, inputCipher });
+  return { storage, locks, maps: new MemoryMapStore(locks, { inputCipher }) };
 }

@@ -13,8 +13,12 @@ import {
   type MapRollbackProgress,
   type MapStore,
   type RollbackFailure,
+  type InputCipher,
   type RunState,
+  type StoredInputsOptions,
 } from '../../core';
+import { ElementCodec } from '../element-codec';
+import { Sealer } from '../sealing';
 import type { MemoryLockManager } from './memory-lock.manager';
 import { storageError, StorageErrorCode } from '../storage-error-codes';
 
@@ -38,7 +42,18 @@ export class MemoryMapStore implements MapStore {
   private readonly maps = new Map<string, MemoryMap>();
   private readonly pendingInputs = new Map<string, Map<number, string>>();
 
-  constructor(private readonly locks: MemoryLockManager) {}
+  /** Whether maps marked `encryptInputs` can be stored (an `inputCipher` was given). */
+  readonly encryptsInputs: boolean;
+  private readonly elements: ElementCodec;
+
+  /** @param options.inputCipher see `RedisMapStoreOptions.inputCipher` */
+  constructor(
+    private readonly locks: MemoryLockManager,
+    options: { inputCipher?: InputCipher } = {},
+  ) {
+    this.elements = new ElementCodec(new Sealer(options.inputCipher));
+    this.encryptsInputs = this.elements.sealer.available;
+  }
 
   async create(meta: MapMeta): Promise<boolean> {
     if (this.maps.has(meta.mapId)) return false;
@@ -62,11 +77,17 @@ export class MemoryMapStore implements MapStore {
     return map ? clone(map.meta) : undefined;
   }
 
-  async putInputs(mapId: string, start: number, inputs: Array<Record<string, unknown>>): Promise<void> {
+  async putInputs(
+    mapId: string,
+    start: number,
+    inputs: Array<Record<string, unknown>>,
+    options?: StoredInputsOptions,
+  ): Promise<void> {
     // Inputs are written before the map is created (the source is streamed first).
     const target = this.maps.get(mapId)?.inputs ?? this.pendingInputs.get(mapId) ?? new Map<number, string>();
     if (!this.maps.has(mapId)) this.pendingInputs.set(mapId, target);
-    inputs.forEach((input, i) => target.set(start + i, JSON.stringify(input)));
+    const encrypt = options?.encrypt === true;
+    inputs.forEach((input, i) => target.set(start + i, this.elements.input(mapId, start + i, input, encrypt)));
   }
 
   async reserve(mapId: string, count: number): Promise<number[]> {
@@ -89,8 +110,8 @@ export class MemoryMapStore implements MapStore {
       return {
         acquired: true,
         done: false,
-        input: input ? (JSON.parse(input) as Record<string, unknown>) : {},
-        state: state ? (JSON.parse(state) as RunState) : undefined,
+        input: this.elements.readInput(mapId, index, input),
+        state: this.elements.readState(mapId, index, state),
         skip: map.failedIndex !== undefined,
       };
     });
@@ -98,7 +119,7 @@ export class MemoryMapStore implements MapStore {
 
   async putElementState(mapId: string, index: number, state: RunState, lease: Lease): Promise<void> {
     if (!this.locks.holds(lease)) throw new LeaseLostError(`${mapId}#${index}`);
-    this.need(mapId, 'putElementState').states.set(index, JSON.stringify(state));
+    this.need(mapId, 'putElementState').states.set(index, this.elements.state(mapId, index, state));
   }
 
   async settleElement(
@@ -126,7 +147,7 @@ export class MemoryMapStore implements MapStore {
       if (previous) this.count(map, JSON.parse(previous) as ElementRecord, -1);
       map.records.set(index, JSON.stringify(record));
       this.count(map, record, +1);
-      if (state) map.states.set(index, JSON.stringify(state));
+      if (state) map.states.set(index, this.elements.state(mapId, index, state));
       else map.states.delete(index);
       if (record.status === 'failed' && map.meta.atomic && map.failedIndex === undefined) {
         map.failedIndex = index;
@@ -203,8 +224,16 @@ export class MemoryMapStore implements MapStore {
   }
 
   async elementState(mapId: string, index: number): Promise<RunState | undefined> {
-    const raw = this.maps.get(mapId)?.states.get(index);
-    return raw ? (JSON.parse(raw) as RunState) : undefined;
+    return this.elements.readState(mapId, index, this.maps.get(mapId)?.states.get(index));
+  }
+
+  /**
+   * Testing aid: the stored element inputs and states of a map, verbatim (sealed ones sealed).
+   * @internal
+   */
+  readRaw(mapId: string): { inputs: string[]; states: string[] } {
+    const map = this.maps.get(mapId);
+    return { inputs: [...(map?.inputs.values() ?? [])], states: [...(map?.states.values() ?? [])] };
   }
 
   async startRollback(mapId: string, batchSize: number): Promise<number[]> {

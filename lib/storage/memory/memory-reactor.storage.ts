@@ -6,6 +6,7 @@ import {
   type BrokenReason,
   type ClaimResult,
   type Clock,
+  type InputCipher,
   type Lease,
   type ListRunsQuery,
   type ReactorStorage,
@@ -17,6 +18,7 @@ import {
 } from '../../core';
 import { decodeRecord, encodeDelta, HEADER_FIELD, type RecordDelta, type Written } from '../run-record.codec';
 import { encodeBroken, salvageRecord } from '../broken-record';
+import { Sealer } from '../sealing';
 import { brokenRunState, DEFAULT_MAX_CONTEXT_BYTES, indexScore } from '../run-state.codec';
 import { normalizeTtlMs } from '../lease-ttl';
 import { comesAfter, newestFirst } from '../run-position';
@@ -33,7 +35,11 @@ export interface MemoryReactorStorageOptions {
   /** Size limit of one serialized run, in UTF-8 bytes. @default 16 MiB */
   maxContextBytes?: number;
   /** Time source for `markBroken` timestamps. @default the lock manager's clock, else systemClock */
-  clock?: Clock;
+  clock?: Clock; /**
+   * Encrypts the stored inputs of runs marked `encryptInputs` (reactors declaring it, and their
+   * children). Without it such runs are refused, and a record holding encrypted fields cannot be read.
+   */
+  inputCipher?: InputCipher;
 }
 
 interface StoredRun {
@@ -70,6 +76,9 @@ export class MemoryReactorStorage implements ReactorStorage {
   private readonly runs = new Map<string, StoredRun>();
   private readonly locks?: MemoryLockManager;
   private readonly maxContextBytes: number;
+  private readonly sealer: Sealer;
+  /** Whether runs marked `encryptInputs` can be stored (an `inputCipher` was given). */
+  readonly encryptsInputs: boolean;
   private readonly clock: Clock;
   /** What is stored of each state object this adapter loaded or saved. */
   private readonly written = new WeakMap<RunState, Written>();
@@ -83,6 +92,8 @@ export class MemoryReactorStorage implements ReactorStorage {
   constructor(options: MemoryReactorStorageOptions = {}) {
     this.locks = options.locks;
     this.maxContextBytes = options.maxContextBytes ?? DEFAULT_MAX_CONTEXT_BYTES;
+    this.sealer = new Sealer(options.inputCipher);
+    this.encryptsInputs = this.sealer.available;
     this.clock = options.clock ?? options.locks?.clock ?? systemClock;
   }
 
@@ -92,7 +103,12 @@ export class MemoryReactorStorage implements ReactorStorage {
    * is not (see the class comment).
    */
   async save(state: RunState, options: SaveOptions = {}): Promise<boolean> {
-    const delta = encodeDelta(state, options.createOnly ? undefined : this.written.get(state), this.maxContextBytes);
+    const delta = encodeDelta(
+      state,
+      options.createOnly ? undefined : this.written.get(state),
+      this.maxContextBytes,
+      this.sealer,
+    );
     if (options.leaseTtlMs !== undefined) normalizeTtlMs(options.leaseTtlMs, 'leaseTtlMs');
     const result = this.checkpoint(state, delta, options);
     if (result < 0) throw storageError(result, { runId: state.runId, operation: 'save' });
@@ -142,7 +158,7 @@ export class MemoryReactorStorage implements ReactorStorage {
   async load(runId: string): Promise<RunState | undefined> {
     const stored = this.runs.get(runId);
     if (!stored) return undefined;
-    const { state, written } = decodeRecord(runId, Object.fromEntries(stored.fields));
+    const { state, written } = decodeRecord(runId, Object.fromEntries(stored.fields), this.sealer);
     if (written) this.written.set(state, written);
     if (stored.cancel !== undefined && !stored.terminal) this.cancels.set(state, stored.cancel);
     return state;
@@ -184,8 +200,8 @@ export class MemoryReactorStorage implements ReactorStorage {
     if (!stored || stored.broken) return;
     const previous = Object.fromEntries(stored.fields);
     const broken = brokenRunState(runId, reactorName, reason, previous[HEADER_FIELD], this.clock.now());
-    const state = salvageRecord(broken, previous);
-    const record = encodeBroken(state);
+    const state = salvageRecord(broken, previous, this.sealer);
+    const record = encodeBroken(state, this.sealer);
     const fields = new Map<string, string>();
     for (let i = 0; i < record.length; i += 2) fields.set(record[i], record[i + 1]);
     this.runs.set(runId, {
@@ -210,6 +226,14 @@ export class MemoryReactorStorage implements ReactorStorage {
       updatedAt,
       broken: false,
     });
+  }
+
+  /**
+   * Testing aid: the stored fields of `runId` as they are (sealed fields sealed), like `HGETALL`.
+   * @internal
+   */
+  readRaw(runId: string): Record<string, string> {
+    return Object.fromEntries(this.runs.get(runId)?.fields ?? []);
   }
 
   /** Drop every run (tests). */

@@ -15,9 +15,13 @@ import {
   type MapRollbackProgress,
   type MapStore,
   type RollbackFailure,
+  type InputCipher,
   type RunState,
+  type StoredInputsOptions,
 } from '../../core';
+import { ElementCodec } from '../element-codec';
 import { normalizeTtlMs } from '../lease-ttl';
+import { Sealer } from '../sealing';
 import { isErrorCode, storageError, StorageErrorCode } from '../storage-error-codes';
 import type { RedisKeys } from './redis.keys';
 import { DEFAULT_CONTEXT_TTL_MS } from './redis-reactor.storage';
@@ -43,6 +47,11 @@ export interface RedisMapStoreOptions {
    * scripts do not read the clock; it is accepted for symmetry with the other Redis adapters.
    */
   clock?: Clock;
+  /**
+   * Encrypts the element inputs and states of maps marked `encryptInputs` (the same cipher as the
+   * storage's). Without it such maps are refused.
+   */
+  inputCipher?: InputCipher;
 }
 
 /** Indices one `mapStalled-2` / `mapStalledRollback-3` call looks at. */
@@ -101,6 +110,9 @@ export class RedisMapStore implements MapStore {
   private readonly contextTtlMs: number;
   /** Time source (see {@link RedisMapStoreOptions.clock}). */
   readonly clock: Clock;
+  /** Whether maps marked `encryptInputs` can be stored (an `inputCipher` was given). */
+  readonly encryptsInputs: boolean;
+  private readonly elements: ElementCodec;
 
   constructor(
     private readonly redis: RedisConnection,
@@ -109,6 +121,8 @@ export class RedisMapStore implements MapStore {
     this.keys = options.keys;
     this.contextTtlMs = normalizeTtlMs(options.contextTtlMs ?? DEFAULT_CONTEXT_TTL_MS, 'contextTtlMs');
     this.clock = options.clock ?? systemClock;
+    this.elements = new ElementCodec(new Sealer(options.inputCipher));
+    this.encryptsInputs = this.elements.sealer.available;
     defineScripts(redis);
   }
 
@@ -153,12 +167,18 @@ export class RedisMapStore implements MapStore {
   }
 
   /** Store inputs by index in one command (`mapPutInputs-1.lua`); works before `create`. */
-  async putInputs(mapId: string, start: number, inputs: Array<Record<string, unknown>>): Promise<void> {
+  async putInputs(
+    mapId: string,
+    start: number,
+    inputs: Array<Record<string, unknown>>,
+    options?: StoredInputsOptions,
+  ): Promise<void> {
     if (inputs.length === 0) return;
+    const encrypt = options?.encrypt === true;
     await this.integer(
       'mapPutInputs',
       [this.keys.mapKey(mapId, 'inputs')],
-      [start, this.contextTtlMs, ...inputs.map((input) => JSON.stringify(input))],
+      [start, this.contextTtlMs, ...inputs.map((input, i) => this.elements.input(mapId, start + i, input, encrypt))],
       mapId,
     );
   }
@@ -198,14 +218,15 @@ export class RedisMapStore implements MapStore {
       [token, ttl, ...elements.map((e) => e.index)],
       mapId,
     )) as unknown as Array<[number, (string | null)?, (string | null)?, number?]>;
-    return reply.map(([code, input, state, skip]): ElementClaim => {
+    return reply.map(([code, input, state, skip], i): ElementClaim => {
       if (code === 0) return { acquired: false };
       if (code === 1) return { acquired: true, done: true };
+      const index = elements[i].index;
       return {
         acquired: true,
         done: false,
-        input: typeof input === 'string' ? (JSON.parse(input) as Record<string, unknown>) : {},
-        state: typeof state === 'string' ? (JSON.parse(state) as RunState) : undefined,
+        input: this.elements.readInput(mapId, index, input),
+        state: this.elements.readState(mapId, index, state),
         skip: skip === 1,
       };
     });
@@ -219,7 +240,7 @@ export class RedisMapStore implements MapStore {
     await this.integer(
       'mapPutElementState',
       [...this.elementKeys(mapId), this.keys.physicalLeaseKey(lease.key)],
-      [index, lease.token, JSON.stringify(state), this.contextTtlMs],
+      [index, lease.token, this.elements.state(mapId, index, state), this.contextTtlMs],
       mapId,
       index,
     );
@@ -253,7 +274,7 @@ export class RedisMapStore implements MapStore {
         s.lease.token,
         JSON.stringify(s.record),
         s.record.status,
-        s.state ? JSON.stringify(s.state) : '',
+        s.state ? this.elements.state(mapId, s.index, s.state) : '',
       );
     }
     const reply = (await this.script(
@@ -340,7 +361,7 @@ export class RedisMapStore implements MapStore {
   /** The element's stored state: one `HGET`. */
   async elementState(mapId: string, index: number): Promise<RunState | undefined> {
     const raw = await this.redis.hget(this.keys.mapKey(mapId, 'states'), String(index));
-    return raw === null ? undefined : (JSON.parse(raw) as RunState);
+    return this.elements.readState(mapId, index, raw);
   }
 
   /** Start the rollback once and reserve its first batch: `mapStartRollback-10.lua`. */

@@ -5,6 +5,7 @@ import {
   type BrokenReason,
   type ClaimResult,
   type Clock,
+  type InputCipher,
   type Lease,
   type ListRunsQuery,
   type ReactorStorage,
@@ -18,6 +19,7 @@ import { normalizeTtlMs } from '../lease-ttl';
 import { comesAfter, newestFirst } from '../run-position';
 import { decodeRecord, encodeDelta, HEADER_FIELD, type Written } from '../run-record.codec';
 import { encodeBroken, salvageRecord } from '../broken-record';
+import { Sealer } from '../sealing';
 import { brokenRunState, DEFAULT_MAX_CONTEXT_BYTES, indexScore } from '../run-state.codec';
 import { CheckpointResult, isErrorCode, storageError } from '../storage-error-codes';
 import type { RedisKeys } from './redis.keys';
@@ -35,7 +37,11 @@ export interface RedisReactorStorageOptions {
   /** Size limit of one serialized run, in UTF-8 bytes. @default 16 MiB */
   maxContextBytes?: number;
   /** Time source for `markBroken` timestamps. @default systemClock */
-  clock?: Clock;
+  clock?: Clock; /**
+   * Encrypts the stored inputs of runs marked `encryptInputs` (reactors declaring it, and their
+   * children). Without it such runs are refused, and a record holding encrypted fields cannot be read.
+   */
+  inputCipher?: InputCipher;
 }
 
 /**
@@ -66,6 +72,9 @@ export class RedisReactorStorage implements ReactorStorage {
   private readonly keys: RedisKeys;
   private readonly contextTtlMs: number;
   private readonly maxContextBytes: number;
+  private readonly sealer: Sealer;
+  /** Whether runs marked `encryptInputs` can be stored (an `inputCipher` was given). */
+  readonly encryptsInputs: boolean;
   private readonly clock: Clock;
   /** What is stored of each state object this adapter loaded or saved. */
   private readonly written = new WeakMap<RunState, Written>();
@@ -85,6 +94,8 @@ export class RedisReactorStorage implements ReactorStorage {
     this.keys = options.keys;
     this.contextTtlMs = normalizeTtlMs(options.contextTtlMs ?? DEFAULT_CONTEXT_TTL_MS, 'contextTtlMs');
     this.maxContextBytes = options.maxContextBytes ?? DEFAULT_MAX_CONTEXT_BYTES;
+    this.sealer = new Sealer(options.inputCipher);
+    this.encryptsInputs = this.sealer.available;
     this.clock = options.clock ?? systemClock;
     defineScripts(redis);
   }
@@ -96,7 +107,12 @@ export class RedisReactorStorage implements ReactorStorage {
    * @throws ContextTooLargeError over `maxContextBytes` (checked before sending).
    */
   async save(state: RunState, options: SaveOptions = {}): Promise<boolean> {
-    const delta = encodeDelta(state, options.createOnly ? undefined : this.written.get(state), this.maxContextBytes);
+    const delta = encodeDelta(
+      state,
+      options.createOnly ? undefined : this.written.get(state),
+      this.maxContextBytes,
+      this.sealer,
+    );
     const { lease } = options;
     const leaseTtl = lease && options.leaseTtlMs !== undefined ? normalizeTtlMs(options.leaseTtlMs, 'leaseTtlMs') : 0;
     const runId = state.runId;
@@ -262,7 +278,7 @@ export class RedisReactorStorage implements ReactorStorage {
   }
 
   private decode(runId: string, fields: Record<string, string>): RunState {
-    const { state, written } = decodeRecord(runId, fields);
+    const { state, written } = decodeRecord(runId, fields, this.sealer);
     if (written) this.written.set(state, written);
     const cancel = fields[CANCEL_FIELD];
     if (cancel !== undefined && fields.terminal !== '1') this.cancels.set(state, cancel);
@@ -308,8 +324,8 @@ export class RedisReactorStorage implements ReactorStorage {
     // A key of another type is no run record: nothing of it can be kept.
     const fields = await this.redis.hgetall(runKey).catch(() => ({}) as Record<string, string>);
     const broken = brokenRunState(runId, reactorName, reason, fields[HEADER_FIELD], this.clock.now());
-    const state = salvageRecord(broken, fields);
-    const record = encodeBroken(state);
+    const state = salvageRecord(broken, fields, this.sealer);
+    const record = encodeBroken(state, this.sealer);
     const result = await runIntegerScript(
       this.redis,
       'markBroken',
