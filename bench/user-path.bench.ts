@@ -14,24 +14,35 @@
  * peak RSS, and the ratio ours / baseline.
  */
 import 'reflect-metadata';
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { Module, type INestApplicationContext } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { Queue, Worker } from 'bullmq';
 import Redis from 'ioredis';
-import { Reactor, ReactorClient, ReactorModule, success, type ReactorBuilder, type Ref } from '../lib';
+import {
+  createAesGcmInputCipher,
+  Reactor,
+  ReactorClient,
+  ReactorModule,
+  success,
+  type ReactorBuilder,
+  type Ref,
+} from '../lib';
 import { fmt } from './harness';
 import { benchRedis, CommandCounter } from './redis-counter';
 
 const CONCURRENCIES = (process.env.BENCH_CONCURRENCIES ?? '1,10,50').split(',').map(Number);
 const LENGTHS = (process.env.BENCH_LENGTHS ?? '10,100').split(',').map(Number);
-/** Which sides to run (`ours` alone for a CPU profile: `node --cpu-prof`). */
+/**
+ * Which sides to run (`ours` alone for a CPU profile: `node --cpu-prof`); `encrypted` adds ours with
+ * `encryptInputs` and an AES-GCM `inputCipher` (the cost of sealing).
+ */
 const SIDES = (process.env.BENCH_SIDES ?? 'chain,ours').split(',');
 /** Steps per scenario (runs = STEPS_PER_SCENARIO / length). */
 const STEPS_PER_SCENARIO = Number(process.env.BENCH_STEPS ?? 10_000);
 
 export interface UserPathResult {
-  side: 'ours' | 'chain';
+  side: 'ours' | 'chain' | 'encrypted';
   length: number;
   concurrency: number;
   steps: number;
@@ -164,8 +175,8 @@ async function chain(
   return { side: 'chain', length, concurrency, ...measured };
 }
 
-function reactorOf(name: string, length: number) {
-  @Reactor(name, { maxConcurrency: 1 })
+function reactorOf(name: string, length: number, encryptInputs: boolean) {
+  @Reactor(name, { maxConcurrency: 1, encryptInputs })
   class UserPathReactor {
     build(r: ReactorBuilder<{ seed: number }>) {
       const seed = r.input('seed', { type: 'number' });
@@ -189,9 +200,10 @@ async function ours(
   prefix: string,
   length: number,
   concurrency: number,
+  encrypted: boolean,
 ): Promise<UserPathResult> {
   const runs = Math.max(1, Math.floor(STEPS_PER_SCENARIO / length));
-  const ReactorClass = reactorOf(`user-path-${length}`, length);
+  const ReactorClass = reactorOf(`user-path-${length}`, length, encrypted);
   let finished = 0;
   let resolveAll!: () => void;
   const all = new Promise<void>((r) => (resolveAll = r));
@@ -199,8 +211,9 @@ async function ours(
     imports: [
       ReactorModule.forRoot({
         redis: { url },
-        prefix: `${prefix}-${length}-${concurrency}`,
+        prefix: `${prefix}-${length}-${concurrency}${encrypted ? '-enc' : ''}`,
         workerConcurrency: concurrency,
+        inputCipher: encrypted ? createAesGcmInputCipher({ keys: { k1: randomBytes(32) }, current: 'k1' }) : undefined,
         sweeper: { enabled: false },
         middleware: [{ onEvent: (e) => void (e.type === 'reactor.complete' && ++finished === runs && resolveAll()) }],
       }),
@@ -220,7 +233,7 @@ async function ours(
   await all;
   const measured = await measure.end(runs * length);
   await app.close();
-  return { side: 'ours', length, concurrency, ...measured };
+  return { side: encrypted ? 'encrypted' : 'ours', length, concurrency, ...measured };
 }
 
 export async function userPath(): Promise<UserPathResult[]> {
@@ -234,7 +247,8 @@ export async function userPath(): Promise<UserPathResult[]> {
     for (const length of LENGTHS) {
       for (const concurrency of CONCURRENCIES) {
         if (SIDES.includes('chain')) results.push(await chain(url, measure, prefix, length, concurrency));
-        if (SIDES.includes('ours')) results.push(await ours(url, measure, prefix, length, concurrency));
+        if (SIDES.includes('ours')) results.push(await ours(url, measure, prefix, length, concurrency, false));
+        if (SIDES.includes('encrypted')) results.push(await ours(url, measure, prefix, length, concurrency, true));
         await redis.flushdb();
       }
     }
@@ -244,6 +258,12 @@ export async function userPath(): Promise<UserPathResult[]> {
   }
 }
 
+const SIDE_NAMES = {
+  ours: 'nest-reactor',
+  encrypted: 'nest-reactor, encryptInputs',
+  chain: 'hand-written chain',
+} as const;
+
 export function printUserPath(results: UserPathResult[]): void {
   console.log(`\n## The user's path on Redis: ReactorModule.forRoot + ReactorClient.start, ~300-byte results\n`);
   console.log(
@@ -252,7 +272,7 @@ export function printUserPath(results: UserPathResult[]): void {
   console.log('| --- | --- | --- | --- | --- | --- | --- | --- |');
   for (const r of results) {
     console.log(
-      `| ${r.length} | ${r.concurrency} | ${r.side === 'ours' ? 'nest-reactor' : 'hand-written chain'} | ${fmt(r.stepsPerSecond, 0)} | ${fmt(r.commandsPerStep, 2)} | ${fmt(r.nodeCpuUsPerStep, 1)} | ${fmt(r.redisCpuUsPerStep, 1)} | ${fmt(r.peakRssMb, 0)} |`,
+      `| ${r.length} | ${r.concurrency} | ${SIDE_NAMES[r.side]} | ${fmt(r.stepsPerSecond, 0)} | ${fmt(r.commandsPerStep, 2)} | ${fmt(r.nodeCpuUsPerStep, 1)} | ${fmt(r.redisCpuUsPerStep, 1)} | ${fmt(r.peakRssMb, 0)} |`,
     );
   }
   console.log('');
@@ -265,6 +285,13 @@ export function printUserPath(results: UserPathResult[]): void {
       return o && b ? `${fmt(o.stepsPerSecond / b.stepsPerSecond, 2)}x at ${c}` : '';
     });
     console.log(`- ${length}-step runs vs the hand-written chain: ${ratios.join(', ')}`);
+    if (!SIDES.includes('encrypted')) continue;
+    const sealing = CONCURRENCIES.map((c) => {
+      const e = find('encrypted', length, c);
+      const o = find('ours', length, c);
+      return e && o ? `${fmt(e.stepsPerSecond / o.stepsPerSecond, 2)}x at ${c}` : '';
+    });
+    console.log(`- ${length}-step runs with encryptInputs vs without: ${sealing.join(', ')}`);
   }
   if (LENGTHS.includes(10) && LENGTHS.includes(100)) {
     const longVsShort = CONCURRENCIES.map((c) => {

@@ -5,3 +5,4 @@ export * from './job-dispatcher.port';
 export * from './step-resolver.port';
 export * from './map-store.port';
 export * from './input-cipher.port';
+export * from './interrupt-store.port';
