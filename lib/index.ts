@@ -77,6 +77,7 @@ export type { InputOptions, InputSpec, InputType } from './core';
  */
 export type { InputContract, OutputContract, ContractFields } from './core';
 export type { RetryOptions } from './core';
+export type { InterruptOptions, InterruptContext } from './core';
 
 // Step outcomes and signals
 export { success, skipped, halt, failure, Success, Skipped, Halt, Failure } from './core';
@@ -91,6 +92,7 @@ export type {
   HaltedOutcome,
   DispatchedOutcome,
   PausedOutcome,
+  PendingInterrupt,
   CancelledOutcome,
   RunFailure,
   RollbackFailure,
@@ -98,6 +100,7 @@ export type {
 } from './core';
 export type { RunStatus, TraceEntry } from './core';
 export type { RunView, RunOptions, UndoOptions, ListQuery, RunList, RunSummary } from './core';
+export type { ContinueOptions, ContinueResult, ResumeClaim, InterruptRecord } from './core';
 
 // Middleware
 export type { ReactorMiddleware, ReactorEvent, ReactorEventType } from './core';
@@ -119,6 +122,14 @@ export {
   WaitTimeoutError,
   ConfigurationError,
   InternalError,
+  AlreadyResumedError,
+  PayloadValidationError,
+  NotPausedError,
+  UnknownInterruptError,
+  InterruptTimedOutError,
+  UnknownCorrelationIdError,
+  CorrelationIdTakenError,
+  InterruptNotSupportedError,
 } from './core';
 export type { ReactorErrorCode, FieldErrors, SerializedError } from './core';
 
@@ -139,6 +150,10 @@ export type {
   StepResolver,
   ClaimResult,
   MapStore,
+  InterruptStore,
+  ClaimReply,
+  RejectReply,
+  MailReply,
   ElementClaim,
   ElementSettled,
 } from './core';

@@ -119,6 +119,8 @@ const TRACE_LABELS: Record<TraceEntry['type'], string> = {
   skip: 'skipped',
   halt: 'halted',
   handoff: 'handoff',
+  pause: 'PAUSED',
+  resume: 'resumed',
 };
 
 function traceLine(entry: TraceEntry, start: number): string {

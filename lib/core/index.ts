@@ -26,3 +26,4 @@ export * from './ports';
 export * from './results/run-outcome';
 export * from './results/step-outcome';
 export * from './results/step-signal';
+export * from './definition/interrupt-spec';

@@ -14,6 +14,8 @@ import {
   ReactorError,
   ConfigurationError,
   type RunOutcome,
+  type ContinueOptions,
+  type ContinueResult,
 } from '../core';
 import { ReactorSweeper, type SweepResult } from '../sweepers/reactor.sweeper';
 import { ReactorRegistry } from './reactor.registry';
@@ -127,6 +129,64 @@ export class ReactorClient {
   async retry(runId: string): Promise<RunOutcome> {
     this.assertExplored('retry');
     return this.engine.retry(runId);
+  }
+
+  /**
+   * Answer interrupt `step` of a paused run with `payload` (a path such as `'payment.approve'` for
+   * an interrupt inside compose step `payment`). The payload is validated against the interrupt's
+   * contract first; an invalid one throws `PayloadValidationError` (`PAYLOAD_INVALID`) and the run
+   * stays paused while attempts remain, the last one fails the run with rollback. Applied exactly
+   * once: of concurrent resumes one wins, the others throw `AlreadyResumedError`
+   * (`ALREADY_RESUMED`). Resolves:
+   * - `applied`: the run went on here, to `outcome` (`paused` again if it waits at another interrupt);
+   * - `deferred`: it goes on in a worker (it was busy, or `execute: 'background'`): `wait(runId)`;
+   * - `queued`: the run has not reached the interrupt yet; it gets the payload when it does.
+   */
+  async continue<O = unknown>(
+    runId: string,
+    step: string | readonly string[],
+    payload: unknown,
+    options?: ContinueOptions,
+  ): Promise<ContinueResult<O>> {
+    this.assertExplored('continue');
+    return (await this.engine.continue(runId, step, payload, options)) as ContinueResult<O>;
+  }
+
+  /**
+   * {@link continue} the run of `reactor` whose interrupt `step` declared `correlationId` (a
+   * webhook's order id, an approval's request id). A resume for an id no run holds yet is kept for
+   * `earlyResumeTtlMs` and applied when a run reaches the interrupt with that id (`queued`), unless
+   * `ifNotReached: 'refuse'` (then `CORRELATION_ID_NOT_FOUND`).
+   */
+  continueByCorrelationId<C extends ReactorClass>(
+    reactor: C,
+    step: string | readonly string[],
+    correlationId: string,
+    payload: unknown,
+    options?: ContinueOptions,
+  ): Promise<ContinueResult<ReactorOutputOf<C>>>;
+  /** {@link continueByCorrelationId} of a reactor named by its name. */
+  continueByCorrelationId<O = unknown>(
+    reactorName: string,
+    step: string | readonly string[],
+    correlationId: string,
+    payload: unknown,
+    options?: ContinueOptions,
+  ): Promise<ContinueResult<O>>;
+  async continueByCorrelationId(
+    reactor: ReactorClass | string,
+    step: string | readonly string[],
+    correlationId: string,
+    payload: unknown,
+    options?: ContinueOptions,
+  ): Promise<ContinueResult> {
+    return this.engine.continueByCorrelationId(
+      this.nameOf('continueByCorrelationId', reactor),
+      step,
+      correlationId,
+      payload,
+      options,
+    );
   }
 
   /**

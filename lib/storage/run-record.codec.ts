@@ -480,6 +480,7 @@ function progress(state: RunState): Omit<RunState, Collection | keyof Identity> 
     cancellation: state.cancellation,
     rollback: state.rollback,
     handoff: state.handoff,
+    interrupts: state.interrupts,
     retryAt: state.retryAt,
     updatedAt: state.updatedAt,
     finishedAt: state.finishedAt,

@@ -2,6 +2,7 @@ import { DefinitionError } from '../errors/definition.error';
 import type { RetryOptions } from './retry-policy';
 import type { InputContract, OutputContract } from './contract-spec';
 import { finishDefinition, type PendingStep } from './finish-definition';
+import { toInterruptSpec, type InterruptOptions } from './interrupt-spec';
 import type { HandlerSpec, MapSpec, ReactorDefinition, ReactorOptions } from './definition';
 import type { MapResults } from '../results/map-results';
 import { toInputDefinition, type InputDefinition, type InputSpec } from './input-spec';
@@ -148,6 +149,27 @@ export class ReactorBuilder<I> {
       input: options.input ?? classMeta?.input,
       output: options.output ?? classMeta?.output,
       redact: [...(classMeta?.redact ?? []), ...(options.redact ?? [])],
+      reads: [],
+    });
+    return new Ref({ kind: 'result', step: name, ops: [] });
+  }
+
+  /**
+   * Pause the run here until the outside world answers: `client.continue(runId, name, payload)` or
+   * `client.continueByCorrelationId(...)`. The run is `paused` (durable, no worker held) once
+   * nothing else can run; its value is the validated payload, wired to dependants like a step's
+   * result. Nothing to undo or compensate.
+   */
+  interrupt<P = unknown, A = Record<string, never>>(name: string, options: InterruptOptions<P, A> = {}): Ref<P> {
+    this.checkNewStepName(name);
+    const spec = toInterruptSpec(options as InterruptOptions<unknown, unknown>);
+    if (typeof spec === 'string') this.fail(`interrupt '${name}': ${spec}`, name);
+    this.pending.push({
+      name,
+      handler: { kind: 'interrupt', name: 'interrupt', interrupt: spec },
+      args: this.toSources(name, (options.args ?? {}) as Record<string, Ref<unknown> | undefined>),
+      waitFor: [...(options.waitFor ?? [])],
+      redact: [],
       reads: [],
     });
     return new Ref({ kind: 'result', step: name, ops: [] });

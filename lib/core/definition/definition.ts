@@ -1,3 +1,4 @@
+import type { InterruptSpec } from './interrupt-spec';
 import type { ReactorMiddleware } from '../middleware/events';
 import type { StepContract } from './contract-spec';
 import type { ArgSource } from './ref';
@@ -21,6 +22,8 @@ export interface HandlerSpecs {
   compose: { kind: 'compose'; reactorName: string; name: string };
   /** A map of an element reactor over a collection. */
   map: { kind: 'map'; name: string; map: MapSpec };
+  /** A pause until the outside world answers (`client.continue`); its value is the payload. */
+  interrupt: { kind: 'interrupt'; name: 'interrupt'; interrupt: InterruptSpec };
 }
 
 /** How a step's handler is found at run time: one of {@link HandlerSpecs}. */

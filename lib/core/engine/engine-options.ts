@@ -1,6 +1,7 @@
 import type { MiddlewareRunner } from '../middleware/middleware-runner';
 import type { ReactorMiddleware } from '../middleware/events';
 import type { Clock } from '../ports/clock.port';
+import type { InterruptStore } from '../ports/interrupt-store.port';
 import type { JobDispatcher } from '../ports/job-dispatcher.port';
 import type { LockManager } from '../ports/lock-manager.port';
 import type { MapStore } from '../ports/map-store.port';
@@ -35,6 +36,10 @@ export const ENGINE_DEFAULTS = {
   unknownReactorDelayMs: 20_000,
   /** How long an idempotency key keeps pointing at its run (the default record retention). */
   idempotencyWindowMs: 24 * 60 * 60 * 1000,
+  /** How long resume claims and correlation ids are kept (the default record retention). */
+  interruptRetentionMs: 24 * 60 * 60 * 1000,
+  /** How long a resume that arrives before its run reaches the interrupt is kept. */
+  earlyResumeTtlMs: 60 * 60 * 1000,
 } as const;
 
 /** Options of {@link ReactorEngine}. */
@@ -45,6 +50,12 @@ export interface ReactorEngineOptions {
   dispatcher?: JobDispatcher;
   /** Storage of fan-out maps; without it (or a dispatcher) maps run inline. */
   maps?: MapStore;
+  /** Resume claims and correlation ids; without it, a reactor with an interrupt is refused. */
+  interrupts?: InterruptStore;
+  /** How long resume claims and correlation ids are kept: the record retention. @default 24 h */
+  interruptRetentionMs?: number;
+  /** How long a resume that arrives before its run reaches the interrupt is kept. @default 1 h */
+  earlyResumeTtlMs?: number;
   /** @default systemClock */
   clock?: Clock;
   /** @default constructs each step class once */
@@ -100,6 +111,9 @@ export interface EngineParts {
   readonly storage: ReactorStorage;
   readonly locks: LockManager;
   readonly maps?: MapStore;
+  readonly interrupts?: InterruptStore;
+  readonly interruptRetentionMs: number;
+  readonly earlyResumeTtlMs: number;
   readonly clock: Clock;
   readonly resolver: StepResolver;
   readonly middleware: MiddlewareRunner;

@@ -22,6 +22,9 @@ export interface RunOwner {
 
 /** Executing runs in this process: the environment an execution gets, and the lease around it. */
 export class Executions {
+  /** Called after a top-level run paused at an interrupt (its final save done, its lease released). */
+  afterPause?: (state: RunState) => Promise<void>;
+
   constructor(
     private readonly parts: EngineParts,
     private readonly registry: DefinitionRegistry,
@@ -37,6 +40,8 @@ export class Executions {
     return {
       owner,
       maps: parts.maps,
+      interrupts: parts.interrupts,
+      interruptRetentionMs: parts.interruptRetentionMs,
       dispatch: dispatch.available ? (jobs, delayMs) => dispatch.many(jobs, delayMs) : undefined,
       storage: parts.storage,
       clock: parts.clock,
@@ -84,6 +89,7 @@ export class Executions {
       const save = RunExecution.saver(env, state, { onRelease: () => (released = true) });
       const outcome = await new RunExecution(def, state, env, save).execute(resumed);
       if (outcome.status !== 'dispatched') this.waiters.notify(state.runId);
+      if (outcome.status === 'paused') await this.afterPause?.(state);
       if (mode === 'worker' && outcome.status === 'failed') this.logFailure(outcome.failure, state.runId);
       return outcome.status === 'completed' ? this.view.outcome(state) : outcome;
     } catch (error) {

@@ -5,3 +5,4 @@ export type { EngineLogger, ReactorEngineOptions, RunOptions } from './engine-op
 export type { RecoveryOptions } from './recovery';
 export type { RunView } from './run-view';
 export type { UndoOptions } from './run-control';
+export type { ContinueOptions, ContinueResult } from './resumes';

@@ -16,6 +16,7 @@ import { Executions } from './executions';
 import { LeaseKeeper } from './lease-keeper';
 import { MapJobs } from './map-jobs';
 import { Recovery, type RecoveryOptions } from './recovery';
+import { Resumes, type ContinueOptions, type ContinueResult } from './resumes';
 import { DefinitionRegistry } from './registry';
 import { RunControl, type UndoOptions } from './run-control';
 import { RunJobs } from './run-jobs';
@@ -41,6 +42,8 @@ export class ReactorEngine {
   private readonly viewer: RunViewer;
   private readonly waiters: Waiters;
   private readonly storage: ReactorStorage;
+  private readonly resumes: Resumes;
+  private readonly parts: EngineParts;
   /** Whether storage (and the map store, if any) can store inputs encrypted. */
   private readonly encryptsInputs: boolean;
 
@@ -54,6 +57,9 @@ export class ReactorEngine {
       storage: options.storage,
       locks: options.locks,
       maps: options.maps,
+      interrupts: options.interrupts,
+      interruptRetentionMs: options.interruptRetentionMs ?? ENGINE_DEFAULTS.interruptRetentionMs,
+      earlyResumeTtlMs: options.earlyResumeTtlMs ?? ENGINE_DEFAULTS.earlyResumeTtlMs,
       clock: options.clock ?? systemClock,
       resolver: options.resolver ?? new ConstructingStepResolver(),
       middleware: new MiddlewareRunner(options.middleware ?? [], logger),
@@ -63,6 +69,7 @@ export class ReactorEngine {
       maxContextBytes: options.maxContextBytes,
       idempotencyWindowMs: options.idempotencyWindowMs ?? ENGINE_DEFAULTS.idempotencyWindowMs,
     };
+    this.parts = parts;
     const snoozeDelayMs = options.snoozeDelayMs ?? ENGINE_DEFAULTS.snoozeDelayMs;
     const dispatch = new Dispatch(options.dispatcher, snoozeDelayMs, options.snoozeJitterMs ?? snoozeDelayMs);
     const leases = new LeaseKeeper(parts.locks, parts.leaseTtlMs, logger);
@@ -72,6 +79,8 @@ export class ReactorEngine {
     this.waiters = new Waiters(parts.storage, parts.clock);
     this.viewer = new RunViewer(this.registry, parts.maps);
     const executions = new Executions(parts, this.registry, dispatch, leases, this.waiters, this.viewer);
+    this.resumes = new Resumes(parts, this.registry, leases, executions, dispatch);
+    executions.afterPause = (state) => this.resumes.afterPause(state);
     this.starter = new RunStarter(parts, this.registry, dispatch, leases, executions, this.waiters, options.newRunId);
     this.runJobs = new RunJobs(
       parts.storage,
@@ -87,15 +96,17 @@ export class ReactorEngine {
         retries: options.unknownReactorRetries ?? ENGINE_DEFAULTS.unknownReactorDeferrals,
         delayMs: options.unknownReactorDelayMs ?? ENGINE_DEFAULTS.unknownReactorDelayMs,
       },
+      this.resumes,
     );
     this.mapJobs = new MapJobs(parts, this.registry, dispatch, leases, executions);
     this.control = new RunControl(parts, this.registry, leases, executions, this.waiters, this.starter, dispatch);
-    this.recovery = new Recovery(parts, dispatch, this.mapJobs);
+    this.recovery = new Recovery(parts, dispatch, this.mapJobs, this.resumes);
   }
 
   /** Register a definition. Registering the same name with another shape is an error. */
   register(def: ReactorDefinition): void {
     this.checkEncryption(def);
+    this.checkInterrupts(def);
     this.registry.register(def);
   }
 
@@ -109,6 +120,16 @@ export class ReactorEngine {
   }
 
   /** A reactor that stores its inputs encrypted needs adapters that can. */
+  private checkInterrupts(def: ReactorDefinition): void {
+    if (this.parts.interrupts) return;
+    const step = def.steps.find((s) => s.handler.kind === 'interrupt');
+    if (!step) return;
+    throw new ConfigurationError(
+      `Reactor '${def.name}' has interrupt '${step.name}', but the engine has no interrupt store (its \`interrupts\` option).`,
+      'interrupts',
+    );
+  }
+
   private checkEncryption(def: ReactorDefinition): void {
     if (!def.encryptInputs || this.encryptsInputs) return;
     throw new ConfigurationError(
@@ -203,6 +224,36 @@ export class ReactorEngine {
   async retry(runId: string): Promise<RunOutcome> {
     checkRunId(runId);
     return guarded('retry', () => this.control.retry(runId));
+  }
+
+  /**
+   * Answer interrupt `step` (a path such as `child.approve` for one inside a composed child) of a
+   * paused run with `payload`. Applied exactly once: of concurrent resumes one wins and the others
+   * get `ALREADY_RESUMED`. An invalid payload is refused (`PAYLOAD_INVALID`) while attempts remain;
+   * the last one fails the run with rollback. A run executing elsewhere gets it through a worker
+   * (`deferred`); a run that has not reached the interrupt yet gets it on arrival (`queued`).
+   */
+  async continue(
+    runId: string,
+    step: string | readonly string[],
+    payload: unknown,
+    options: ContinueOptions = {},
+  ): Promise<ContinueResult> {
+    checkRunId(runId);
+    return guarded('continue', () => this.resumes.continue(runId, step, payload, options));
+  }
+
+  /** {@link continue} the run of `reactorName` whose interrupt `step` has `correlationId`. */
+  async continueByCorrelationId(
+    reactorName: string,
+    step: string | readonly string[],
+    correlationId: string,
+    payload: unknown,
+    options: ContinueOptions = {},
+  ): Promise<ContinueResult> {
+    return guarded('continueByCorrelationId', () =>
+      this.resumes.continueByCorrelationId(reactorName, step, correlationId, payload, options),
+    );
   }
 
   /**

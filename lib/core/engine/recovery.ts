@@ -10,6 +10,7 @@ import type { RunState, RunStatus } from '../model/run-state';
 import { toBrokenReason } from './broken-reason';
 import type { Dispatch } from './dispatch';
 import { ENGINE_DEFAULTS, type EngineParts } from './engine-options';
+import type { Resumes } from './resumes';
 import type { MapJobs } from './map-jobs';
 
 /** Statuses of runs that a dead worker can leave behind. */
@@ -31,6 +32,7 @@ export class Recovery {
     private readonly parts: EngineParts,
     private readonly dispatch: Dispatch,
     private readonly mapJobs: MapJobs,
+    private readonly resumes?: Resumes,
   ) {}
 
   /**
@@ -49,7 +51,15 @@ export class Recovery {
       try {
         if (await locks.isHeld(runLeaseKey(runId))) continue;
         const state = await storage.load(runId);
-        if (!state || !RECOVERABLE.includes(state.status)) continue;
+        if (!state) continue;
+        // A paused run is offered again only when a resume or a due timeout waits to be applied.
+        if (state.status === 'paused') {
+          if (!(await this.resumes?.due(state))) continue;
+          await this.dispatch.recover(runId, state.reactorName);
+          recovered++;
+          continue;
+        }
+        if (!RECOVERABLE.includes(state.status)) continue;
         if (now - state.updatedAt < graceMs) continue;
         if (state.retryAt && Math.max(...Object.values(state.retryAt)) > now) continue;
         if (await this.waitingOnMap(state)) continue; // the map's last element (or the map sweep) resumes it

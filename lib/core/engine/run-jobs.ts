@@ -5,6 +5,7 @@ import { errorMessage, runFailure } from '../model/failure';
 import { runLeaseKey } from '../model/keys';
 import { isTerminal, type RunState } from '../model/run-state';
 import type { ResumeJob } from '../ports/job-dispatcher.port';
+import type { Resumes } from './resumes';
 import type { Lease } from '../ports/lock-manager.port';
 import type { ClaimResult, ReactorStorage } from '../ports/reactor-storage.port';
 import type { Clock } from '../ports/clock.port';
@@ -32,6 +33,7 @@ export class RunJobs {
       retries: ENGINE_DEFAULTS.unknownReactorDeferrals,
       delayMs: ENGINE_DEFAULTS.unknownReactorDelayMs,
     },
+    private readonly resumes?: Resumes,
   ) {}
 
   /**
@@ -60,7 +62,8 @@ export class RunJobs {
       return;
     }
     const state = claim.state;
-    if (!state || isTerminal(state.status) || state.status === 'paused') {
+    // A paused run goes on only when a claim (a resume, a due timeout) is there to apply.
+    if (!state || isTerminal(state.status) || (state.status === 'paused' && !(await this.resumes?.prepare(state)))) {
       await this.leases.releaseQuietly(lease);
       return;
     }

@@ -8,3 +8,4 @@ export * from './configuration.error';
 export * from './internal.error';
 export * from './unstorable-value.error';
 export * from './storage-unavailable.error';
+export * from './interrupt.error';

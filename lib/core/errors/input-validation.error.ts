@@ -13,8 +13,9 @@ export class InputValidationError extends ReactorError {
     readonly fieldErrors: FieldErrors,
     readonly reactorName: string,
     readonly stepName?: string,
+    code: 'INPUT_VALIDATION' | 'PAYLOAD_INVALID' = 'INPUT_VALIDATION',
   ) {
-    super('INPUT_VALIDATION', message, { retryable: false });
+    super(code, message, { retryable: false });
   }
 
   override toJSON() {

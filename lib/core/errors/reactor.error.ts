@@ -21,6 +21,14 @@ export type ReactorErrorCode =
   | 'VALUE_NOT_STORABLE'
   | 'STORAGE_UNAVAILABLE'
   | 'WAIT_TIMEOUT'
+  | 'ALREADY_RESUMED'
+  | 'PAYLOAD_INVALID'
+  | 'RUN_NOT_PAUSED'
+  | 'INTERRUPT_NOT_FOUND'
+  | 'INTERRUPT_TIMED_OUT'
+  | 'CORRELATION_ID_NOT_FOUND'
+  | 'CORRELATION_ID_TAKEN'
+  | 'INTERRUPT_NOT_SUPPORTED'
   | 'INTERNAL';
 
 /** The JSON form of an error, as stored with a run and shown by `ReactorClient.get`. */

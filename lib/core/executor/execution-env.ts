@@ -3,6 +3,7 @@ import type { MiddlewareRunner } from '../middleware/middleware-runner';
 import type { Clock } from '../ports/clock.port';
 import type { ReactorJob } from '../ports/job-dispatcher.port';
 import type { Lease } from '../ports/lock-manager.port';
+import type { InterruptStore } from '../ports/interrupt-store.port';
 import type { MapStore } from '../ports/map-store.port';
 import type { ReactorStorage } from '../ports/reactor-storage.port';
 import type { StepResolver } from '../ports/step-resolver.port';
@@ -37,6 +38,10 @@ export interface ExecutionEnv {
   owner?: { runId: string; reactorName: string };
   /** This execution is a map element: nested maps run inline. */
   inElement?: boolean;
+  /** Resume claims and correlation ids (interrupts); without it, an interrupt fails its run. */
+  interrupts?: InterruptStore;
+  /** How long resume claims and correlation id bindings are kept. */
+  interruptRetentionMs?: number;
 }
 
 /** Saves the root run; `final` ends the execution and releases the lease in the same write. */

@@ -169,6 +169,7 @@ export class RunExecution extends RunScope implements NestedExecution {
       await this.saveRun(this.root);
     } else if (result.handoff) {
       state.handoff = result.handoff.mode;
+      if (result.handoff.mode.mode === 'interrupt') this.pause(result.handoff.mode.step!);
       await this.saveRun(this.root);
       if (this.root && this.env.enqueueResume && result.handoff.delayMs >= 0) {
         await this.env.enqueueResume(state.runId, state.reactorName, result.handoff.delayMs);
@@ -178,6 +179,16 @@ export class RunExecution extends RunScope implements NestedExecution {
       await this.complete(result.last);
     }
     return this.finish();
+  }
+
+  /** The run waits at its interrupts: `paused`, durable, its lease released by the final save. */
+  private pause(first: string): void {
+    const { state } = this;
+    state.status = 'paused';
+    const waiting = Object.entries(state.interrupts ?? {})
+      .filter(([step]) => !state.completed.includes(step))
+      .map(([, record]) => record.path);
+    this.trace({ type: 'pause', step: first, detail: `waiting for ${waiting.join(', ') || first}` });
   }
 
   /** Cancel the run at a step boundary: undo its completed steps, newest first; it ends `cancelled`. */
@@ -196,7 +207,12 @@ export class RunExecution extends RunScope implements NestedExecution {
     delete state.handoff;
     delete state.retryAt;
     state.status = 'rolling_back';
-    state.rollback = { target: 'cancelled', compensate: [], failures: [] };
+    // A composed child paused at an interrupt has completed steps but no place on the undo stack
+    // (its compose step has not completed): it is rolled back first.
+    const compensate = Object.entries(state.children)
+      .filter(([step, child]) => child.status === 'paused' && !state.completed.includes(step))
+      .map(([step]) => ({ step, args: {}, message: reason }));
+    state.rollback = { target: 'cancelled', compensate, failures: [] };
     state.cancellation = { reason, rollbackFailures: [] };
     await this.save();
   }
@@ -251,12 +267,17 @@ export class RunExecution extends RunScope implements NestedExecution {
     let handoff: Handoff | undefined;
     let last: Extract<StepResult, { kind: 'success' | 'skipped' }> | undefined;
     let wave: StepDefinition[] = [];
+    /** Interrupts reached that wait for an answer. */
+    const paused: StepDefinition[] = [];
     const sequential = def.maxConcurrency === 1;
     const background = this.root && this.env.mode === 'caller' && this.env.enqueueResume ? def.background : undefined;
     let cancel = this.cancelRequested();
     // `background: { after: X }`: the caller runs only X and what X depends on; a step that became
     // ready beside them (no path to X) waits for the worker, as in the reference.
-    const callerOnly = background && 'after' in background ? upstreamOf(def, background.after) : undefined;
+    const callerOnly =
+      background && 'after' in background && !state.completed.includes(background.after)
+        ? upstreamOf(def, background.after)
+        : undefined;
     // Once cancelled, only a step adopting finished work (a fan-out map's results) may still start.
     const blocked = (step: StepDefinition): boolean =>
       (callerOnly !== undefined && !callerOnly.has(step.name)) ||
@@ -342,12 +363,21 @@ export class RunExecution extends RunScope implements NestedExecution {
           handoff = handoff ?? { mode: { mode: 'all', step: settled.step.name }, delayMs: settled.delayMs };
           break;
         case 'wait':
+          // An interrupt stops nothing that does not depend on it: the run pauses once nothing
+          // else can run.
+          if (settled.mode === 'interrupt') {
+            paused.push(settled.step);
+            break;
+          }
           // The step waits for work elsewhere (a fan-out map's elements), which resumes the run: no job now.
           handoff = handoff ?? { mode: { mode: settled.mode, step: settled.step.name }, delayMs: -1 };
           break;
       }
       // A sequential pass ends at the first terminal outcome.
       if (sequential && (failures.length > 0 || halt || handoff)) wave = [];
+    }
+    if (paused.length > 0 && failures.length === 0 && !halt && !handoff) {
+      handoff = { mode: { mode: 'interrupt', step: paused[0].name }, delayMs: -1 };
     }
     if (cancel !== undefined) return { failures, halt, handoff, last, cancel };
     if (failures.length === 0 && !halt && !handoff && finished.size < def.steps.length) {

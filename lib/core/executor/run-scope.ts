@@ -6,10 +6,14 @@ import { hydrateMapValue, storesMapMarker } from '../map/map-results';
 import type { ReactorEvent } from '../middleware/events';
 import type { MiddlewareRunner } from '../middleware/middleware-runner';
 import type { RunState, TraceEntry } from '../model/run-state';
+
+/** Retention of resume claims and correlation ids when the engine sets none (24 h, the record's default). */
+const DEFAULT_INTERRUPT_RETENTION_MS = 24 * 60 * 60 * 1000;
 import type { JobKind } from '../ports/job-dispatcher.port';
 import type { MapStore } from '../ports/map-store.port';
 import type { NestedExecution } from '../map/map-host';
-import type { ChildSaving, StepScope } from '../steps/step-kind';
+import type { ChildSaving, InterruptHost, StepScope } from '../steps/step-kind';
+import { isTerminal } from '../model/run-state';
 import type { ExecutionEnv, Saver } from './execution-env';
 
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
@@ -56,6 +60,33 @@ export abstract class RunScope implements StepScope {
 
   now(): number {
     return this.env.clock.now();
+  }
+
+  /** Resume claims and correlation ids of the top-level run (see {@link InterruptHost}). */
+  get interrupts(): InterruptHost | undefined {
+    const { interrupts: store, storage } = this.env;
+    if (!store) return undefined;
+    const owner = this.owner;
+    const retentionMs = this.env.interruptRetentionMs ?? DEFAULT_INTERRUPT_RETENTION_MS;
+    return {
+      bind: async (correlationId, path) => {
+        let bound = await store.bindCorrelationId(owner.reactorName, correlationId, owner.runId, path, { retentionMs });
+        if (!bound.ok) {
+          // A binding left by a run that is gone or finished (a retried run, an expired one) is taken over.
+          const holder = await storage.load(bound.boundTo).catch(() => undefined);
+          if (holder && !isTerminal(holder.status)) return bound;
+          bound = await store.bindCorrelationId(owner.reactorName, correlationId, owner.runId, path, {
+            retentionMs,
+            replacing: bound.boundTo,
+          });
+        }
+        if (!bound.ok || !bound.early) return bound;
+        // The mailed resume becomes the run's own claim before it is applied (durable, first wins).
+        const claimed = await store.claim(owner.runId, path, bound.early, { now: this.now(), retentionMs });
+        return { ok: true, early: claimed.won ? bound.early : claimed.existing };
+      },
+      take: async (path) => (await store.claims(owner.runId, [path], 'take', this.now()))[path],
+    };
   }
 
   definition(name: string): ReactorDefinition {

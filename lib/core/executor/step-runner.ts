@@ -81,7 +81,7 @@ export async function runStep(scope: RunScope, step: StepDefinition): Promise<St
     state.attempts[step.name] = attempt;
     scope.trace(
       adopting
-        ? { type: 'run', step: step.name, attempt, detail: 'adopting the map results' }
+        ? { type: 'run', step: step.name, attempt, detail: kind.adoptingDetail ?? 'adopting the map results' }
         : attempt === 1
           ? { type: 'run', step: step.name, attempt, arguments: shownArgs }
           : // A retry runs with the arguments the first attempt's entry shows.

@@ -3,3 +3,4 @@ export * from './keys';
 export * from './map';
 export * from './run-state';
 export * from './json-values';
+export * from './interrupt';

@@ -1,4 +1,4 @@
-import type { RollbackFailure, RunFailure } from './failure';
+import type { FieldErrors, RollbackFailure, RunFailure } from './failure';
 
 /** Version of the stored run format. A record with another version is refused, not guessed at. */
 export const RUN_STATE_SCHEMA_VERSION = 1;
@@ -16,7 +16,19 @@ export function isTerminal(status: RunStatus): boolean {
 
 /** One entry of a run's execution trace. Arguments are redacted. */
 export interface TraceEntry {
-  type: 'run' | 'retry' | 'compensate' | 'undo' | 'undoAll' | 'skip' | 'halt' | 'complete' | 'fail' | 'handoff';
+  type:
+    | 'run'
+    | 'retry'
+    | 'compensate'
+    | 'undo'
+    | 'undoAll'
+    | 'skip'
+    | 'halt'
+    | 'complete'
+    | 'fail'
+    | 'handoff'
+    | 'pause'
+    | 'resume';
   step: string;
   /** Milliseconds since the epoch, from the engine's Clock. */
   at: number;
@@ -38,6 +50,31 @@ export interface UndoEntry {
   step: string;
   args: Record<string, unknown>;
   result: unknown;
+}
+
+/**
+ * What settles a waiting interrupt: a valid payload, the last invalid one (the run fails), or its
+ * timeout. The first claim of an interrupt wins and is never changed (it is the dedup marker).
+ */
+export type ResumeClaim =
+  | { kind: 'payload'; payload: unknown; at: number }
+  | { kind: 'rejected'; fieldErrors: FieldErrors; attempts: number; at: number }
+  | { kind: 'timeout'; at: number };
+
+/** An interrupt a run reached, kept in its state (per run level: a composed child keeps its own). */
+export interface InterruptRecord {
+  /** From the top-level run: `approve`, or `child.approve` inside compose step `child`. */
+  path: string;
+  correlationId?: string;
+  /** When the run first reached it. */
+  pausedAt: number;
+  /** When it times out (`timeoutMs` after `pausedAt`). */
+  timeoutAt?: number;
+  /**
+   * The claim this execution applies, copied from storage by the lease holder; the step settles
+   * with it at once, so it is never stored.
+   */
+  applied?: ResumeClaim;
 }
 
 /** The record kept in the run's state for a map step. */
@@ -107,7 +144,9 @@ export interface RunState {
     failures: RollbackFailure[];
   };
   /** Where a background run resumes: set by hand-offs, retries that re-enqueue, and fan-out maps. */
-  handoff?: { mode: 'all' | 'after' | 'before' | 'map'; step?: string };
+  handoff?: { mode: 'all' | 'after' | 'before' | 'map' | 'interrupt'; step?: string };
+  /** Interrupts this run (not its children) reached, by step name. */
+  interrupts?: Record<string, InterruptRecord>;
   /** Map steps: where their elements and records are. */
   maps?: Record<string, MapRecord>;
   /** A retry scheduled for a step in a worker: earliest time it may run. */

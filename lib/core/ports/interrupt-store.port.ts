@@ -1,14 +1,8 @@
 import type { FieldErrors } from '../model/failure';
+import type { ResumeClaim } from '../model/interrupt';
 import type { RunStatus } from '../model/run-state';
 
-/**
- * What settles a waiting interrupt: a valid payload, the last invalid one (the run fails), or its
- * timeout. The first claim of an interrupt wins and is never changed (it is the dedup marker).
- */
-export type ResumeClaim =
-  | { kind: 'payload'; payload: unknown; at: number }
-  | { kind: 'rejected'; fieldErrors: FieldErrors; attempts: number; at: number }
-  | { kind: 'timeout'; at: number };
+export type { ResumeClaim } from '../model/interrupt';
 
 /** The answer to {@link InterruptStore.claim}. */
 export type ClaimReply =

@@ -1,4 +1,5 @@
 import { runFailure, type RollbackFailure, type RunFailure } from '../model/failure';
+import { waitingInterrupts } from '../model/interrupt';
 import type { RunState, TraceEntry } from '../model/run-state';
 
 export type { RollbackFailure, RollbackFailureReason, RunFailure } from '../model/failure';
@@ -40,10 +41,30 @@ export interface HaltedOutcome extends RunOutcomeBase {
 export interface DispatchedOutcome extends RunOutcomeBase {
   status: 'dispatched';
 }
-/** The run is paused until an external event resumes it. */
+/** An interrupt a paused run waits at. */
+export interface PendingInterrupt {
+  /** Its path from the top-level run: `approve`, or `child.approve` inside compose step `child`. */
+  path: string;
+  correlationId?: string;
+  /** When the run reached it. */
+  pausedAt: number;
+  /** When it times out. */
+  timeoutAt?: number;
+}
+/**
+ * The run is paused at one or more interrupts until `client.continue` (or
+ * `continueByCorrelationId`) answers; {@link results} holds what ran so far.
+ */
 export interface PausedOutcome extends RunOutcomeBase {
   status: 'paused';
+  /** The path of the first interrupt it waits at. */
   stepName: string;
+  /** That interrupt's correlation id, if it has one. */
+  correlationId?: string;
+  /** That interrupt's timeout. */
+  timeoutAt?: number;
+  /** Every interrupt the run waits at, its composed children's included. */
+  waitingFor: PendingInterrupt[];
 }
 /** The run was undone or cancelled. */
 export interface CancelledOutcome extends RunOutcomeBase {
@@ -85,8 +106,23 @@ export function outcomeOf<T = unknown>(state: RunState): RunOutcome<T> {
         reason: state.cancellation?.reason ?? 'cancelled',
         rollbackFailures: state.cancellation?.rollbackFailures ?? [],
       };
-    case 'paused':
-      return { ...base, status: 'paused', stepName: state.handoff?.step ?? '' };
+    case 'paused': {
+      const waitingFor: PendingInterrupt[] = waitingInterrupts(state).map(({ record }) => ({
+        path: record.path,
+        ...(record.correlationId !== undefined ? { correlationId: record.correlationId } : {}),
+        pausedAt: record.pausedAt,
+        ...(record.timeoutAt !== undefined ? { timeoutAt: record.timeoutAt } : {}),
+      }));
+      const first = waitingFor[0];
+      return {
+        ...base,
+        status: 'paused',
+        stepName: first?.path ?? state.handoff?.step ?? '',
+        ...(first?.correlationId !== undefined ? { correlationId: first.correlationId } : {}),
+        ...(first?.timeoutAt !== undefined ? { timeoutAt: first.timeoutAt } : {}),
+        waitingFor,
+      };
+    }
     default:
       return { ...base, status: 'dispatched' };
   }

@@ -49,6 +49,9 @@ export const composeStep: StepKind<ComposeSpec> = {
       case 'failed':
         // The child already rolled itself back: nothing left to compensate here.
         return new NestedFailure(outcome.failure, false);
+      case 'paused':
+        // The child waits at an interrupt: the parent pauses with it (resumed by path, `step.approve`).
+        return new Suspended('interrupt');
       case 'dispatched': {
         // The child waits for a retry of one of its steps: the parent is resumed when it is due
         // (and records when, so a resume that comes early waits for it).
@@ -65,6 +68,21 @@ export const composeStep: StepKind<ComposeSpec> = {
           `Composed reactor '${childDef.name}' ended ${outcome.status}, which compose does not support.`,
         );
     }
+  },
+
+  adopting(scope, step) {
+    return scope.state.children[step.name]?.status === 'paused';
+  },
+
+  adoptingDetail: 'resuming its paused child',
+
+  async compensate(scope, step) {
+    // Only a child that has not rolled itself back (one paused at an interrupt) has anything to undo.
+    const childState = scope.state.children[step.name];
+    if (!childState || childState.status === 'failed' || childState.status === 'cancelled') {
+      return { failures: [], detail: childState ? 'the child rolled itself back' : 'no child run' };
+    }
+    return composeStep.undo(scope, step, { step: step.name, args: {}, result: undefined });
   },
 
   async undo(scope, step) {

@@ -5,6 +5,7 @@
 import type { HandlerSpecs, StepDefinition } from '../definition/definition';
 import { composeStep } from './compose.step';
 import { handlerStep } from './handler.step';
+import { interruptStep } from './interrupt.step';
 import { mapStep } from './map.step';
 import type { StepKind } from './step-kind';
 
@@ -13,6 +14,7 @@ const STEP_KINDS: { readonly [K in keyof HandlerSpecs]: StepKind<HandlerSpecs[K]
   inline: handlerStep,
   compose: composeStep,
   map: mapStep,
+  interrupt: interruptStep,
 };
 
 /** The kind that runs `step`. */
@@ -20,4 +22,12 @@ export function stepKindOf(step: StepDefinition): StepKind {
   return STEP_KINDS[step.handler.kind] as StepKind;
 }
 
-export type { ChildSaving, LinkedReactor, RollbackReport, StepKind, StepOf, StepScope } from './step-kind';
+export type {
+  ChildSaving,
+  InterruptHost,
+  LinkedReactor,
+  RollbackReport,
+  StepKind,
+  StepOf,
+  StepScope,
+} from './step-kind';

@@ -7,6 +7,7 @@
 import type { HandlerSpec, ReactorDefinition, StepDefinition } from '../definition/definition';
 import type { StepContext } from '../definition/step';
 import type { RollbackFailure } from '../model/failure';
+import type { ResumeClaim } from '../model/interrupt';
 import type { RunState, UndoEntry } from '../model/run-state';
 import type { MapHost, NestedExecution } from '../map/map-host';
 import type { StepOutcome } from '../results/step-outcome';
@@ -26,6 +27,22 @@ export interface StepScope extends MapHost {
   context(step: StepDefinition, attempt?: number): StepContext;
   /** A nested execution of `def` over `state`. */
   child(def: ReactorDefinition, state: RunState, saving: ChildSaving): NestedExecution;
+  /** Resume claims and correlation ids of the top-level run, when the engine has an interrupt store. */
+  readonly interrupts?: InterruptHost;
+}
+
+/** What an interrupt may do in storage, on behalf of the top-level run. */
+export interface InterruptHost {
+  /**
+   * Bind a correlation id to the top-level run (taking it over from a run that is gone or
+   * finished), and take the resume mailed to it for interrupt `path`, made the run's own claim.
+   */
+  bind(
+    correlationId: string,
+    path: string,
+  ): Promise<{ ok: true; early?: ResumeClaim } | { ok: false; boundTo: string }>;
+  /** The claim made for interrupt `path` before the run reached it, made permanent; if any. */
+  take(path: string): Promise<ResumeClaim | undefined>;
 }
 
 /** What a kind's compensate or undo did. */
@@ -60,6 +77,8 @@ export interface StepKind<S extends HandlerSpec = HandlerSpec> {
   ): Promise<StepOutcome<unknown> | Suspended>;
   /** Re-entering the step adopts work it started earlier (a fan-out map): not a new attempt. */
   adopting?(scope: StepScope, step: StepOf<S>): boolean;
+  /** What the trace says of a step re-entered to adopt its work. @default 'adopting the map results' */
+  adoptingDetail?: string;
   /**
    * Clean up after the step's own body failed. Absent: nothing to compensate and nothing is
    * reported (a composed child has already rolled itself back).

@@ -1,0 +1,108 @@
+import type { StepOutcome } from '../results/step-outcome';
+import { toStepContract, type OutputContract, type StepContract } from './contract-spec';
+import type { ArgRefs, Ref } from './ref';
+import type { StepContext } from './step';
+
+/** What an interrupt's `correlationId` and `onTimeout` receive: the step context and its wired `args`. */
+export interface InterruptContext<A = Record<string, unknown>> extends StepContext {
+  readonly args: A;
+}
+
+/** Options of `r.interrupt(name, options)`. */
+export interface InterruptOptions<P = unknown, A = Record<string, never>> {
+  /** Refs `correlationId` and `onTimeout` read (they are dependencies of the interrupt, like a step's args). */
+  args?: ArgRefs<A>;
+  /** Ordering-only dependencies: refs to steps, or step names. */
+  waitFor?: ReadonlyArray<Ref<unknown> | string>;
+  /**
+   * Resume by this id as well as by run id (`client.continueByCorrelationId`): a webhook's order
+   * id, an approval request id. Unique among the live runs of the (top-level) reactor: a second
+   * run reaching it fails with `CORRELATION_ID_TAKEN`, rolled back. Non-empty, at most 512 chars.
+   */
+  correlationId?: (run: InterruptContext<A>) => string;
+  /**
+   * The payload's contract: a DTO class, a record of short forms, or one short form for a scalar.
+   * @default any JSON value
+   */
+  payload?: OutputContract;
+  /**
+   * Payloads tried before the run gives up: an invalid one is refused while attempts remain (the
+   * run stays paused); the last one fails the run with rollback. `Infinity`: never. @default 1
+   */
+  maxAttempts?: number;
+  /** The interrupt times out this long after the run reached it. */
+  timeoutMs?: number;
+  /**
+   * `active`: a delayed job enforces the timeout with nobody calling; `lazy`: a resume that arrives
+   * late is refused and times the run out then. @default 'active'
+   */
+  timeoutStrategy?: 'active' | 'lazy';
+  /**
+   * What a timeout does. Absent: the run fails (`INTERRUPT_TIMED_OUT`) and rolls back. Otherwise
+   * its outcome is the interrupt's: `success(v)` gives the interrupt the value `v` (not validated
+   * against `payload`), a failure rolls the run back, a halt halts it.
+   */
+  onTimeout?: (run: InterruptContext<A>) => StepOutcome<P> | Promise<StepOutcome<P>>;
+}
+
+/** An interrupt as the definition holds it. */
+export interface InterruptSpec {
+  readonly payload?: StepContract;
+  readonly correlationId?: (run: InterruptContext) => string;
+  /** Valid attempts; 0 when unlimited. */
+  readonly maxAttempts: number;
+  readonly timeoutMs?: number;
+  readonly timeoutStrategy: 'active' | 'lazy';
+  readonly onTimeout?: (run: InterruptContext) => StepOutcome<unknown> | Promise<StepOutcome<unknown>>;
+}
+
+const KNOWN = [
+  'args',
+  'waitFor',
+  'correlationId',
+  'payload',
+  'maxAttempts',
+  'timeoutMs',
+  'timeoutStrategy',
+  'onTimeout',
+];
+
+/** Normalize `r.interrupt` options; returns an error message for a bad one (the caller prefixes reactor and step). */
+export function toInterruptSpec(options: InterruptOptions<unknown, unknown>): InterruptSpec | string {
+  if (typeof options !== 'object' || options === null) return 'options must be an object';
+  for (const key of Object.keys(options)) {
+    if (!KNOWN.includes(key)) return `unknown option '${key}'. An interrupt takes ${KNOWN.join(', ')}`;
+  }
+  let payload: StepContract | undefined;
+  if (options.payload !== undefined) {
+    const contract = toStepContract(options.payload, 'output');
+    if (typeof contract === 'string') return contract.replace(/^output contract/, 'payload contract');
+    payload = contract;
+  }
+  const max = options.maxAttempts ?? 1;
+  if (max !== Infinity && (!Number.isInteger(max) || max < 1)) {
+    return `maxAttempts must be an integer >= 1 or Infinity (got ${String(options.maxAttempts)})`;
+  }
+  const { timeoutMs, timeoutStrategy, onTimeout, correlationId } = options;
+  if (timeoutMs !== undefined && (!Number.isInteger(timeoutMs) || timeoutMs < 1)) {
+    return `timeoutMs must be an integer >= 1 (got ${String(timeoutMs)})`;
+  }
+  if (timeoutMs === undefined && (timeoutStrategy !== undefined || onTimeout !== undefined)) {
+    return `${timeoutStrategy !== undefined ? 'timeoutStrategy' : 'onTimeout'} needs timeoutMs`;
+  }
+  if (timeoutStrategy !== undefined && timeoutStrategy !== 'active' && timeoutStrategy !== 'lazy') {
+    return `timeoutStrategy must be 'active' or 'lazy' (got ${JSON.stringify(timeoutStrategy)})`;
+  }
+  if (onTimeout !== undefined && typeof onTimeout !== 'function') return 'onTimeout must be a function';
+  if (correlationId !== undefined && typeof correlationId !== 'function') {
+    return 'correlationId must be a function of the run (ctx) => string';
+  }
+  return Object.freeze({
+    payload,
+    correlationId: correlationId as InterruptSpec['correlationId'],
+    maxAttempts: max === Infinity ? 0 : max,
+    timeoutMs,
+    timeoutStrategy: timeoutStrategy ?? 'active',
+    onTimeout: onTimeout as InterruptSpec['onTimeout'],
+  });
+}
