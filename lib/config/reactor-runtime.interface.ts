@@ -1,4 +1,4 @@
-import type { JobDispatcher, JobHandler, LockManager, MapStore, ReactorStorage } from '../core';
+import type { InterruptStore, JobDispatcher, JobHandler, LockManager, MapStore, ReactorStorage } from '../core';
 import type { ReactorWorkerHost } from './reactor-worker-host.interface';
 
 /**
@@ -13,6 +13,8 @@ export interface ReactorRuntime {
   readonly locks: LockManager;
   /** Storage of fan-out maps. */
   readonly maps: MapStore;
+  /** Resume claims and correlation ids of interrupts, on the same runs as {@link storage}. */
+  readonly interrupts: InterruptStore;
   readonly dispatcher: JobDispatcher;
   /**
    * Start delivering jobs to `handler`. Called once, at application bootstrap; jobs dispatched

@@ -4,6 +4,7 @@ import { InProcessJobDispatcher } from './in-process-job.dispatcher';
 import { createMemoryAdapters } from '../storage/memory/create-memory-adapters';
 import type { MemoryLockManager } from '../storage/memory/memory-lock.manager';
 import type { MemoryMapStore } from '../storage/memory/memory-map.store';
+import type { MemoryInterruptStore } from '../storage/memory/memory-interrupt.store';
 import type { MemoryReactorStorage } from '../storage/memory/memory-reactor.storage';
 import { type ReactorRuntime, messages } from '../config';
 
@@ -19,6 +20,7 @@ export class EmbeddedReactorRuntime implements ReactorRuntime {
   readonly storage: MemoryReactorStorage;
   readonly locks: MemoryLockManager;
   readonly maps: MemoryMapStore;
+  readonly interrupts: MemoryInterruptStore;
   readonly dispatcher: InProcessJobDispatcher;
 
   constructor(
@@ -26,8 +28,9 @@ export class EmbeddedReactorRuntime implements ReactorRuntime {
     logger: LoggerService,
     options: { maxContextBytes?: number; inputCipher?: InputCipher } = {},
   ) {
-    const { storage, locks, maps } = createMemoryAdapters(clock, options);
+    const { storage, locks, maps, interrupts } = createMemoryAdapters(clock, options);
     this.maps = maps;
+    this.interrupts = interrupts;
     this.storage = storage;
     this.locks = locks;
     this.dispatcher = new InProcessJobDispatcher(clock, (error, job) =>

@@ -6,6 +6,7 @@ import { type ResolvedReactorModuleOptions, type ReactorRuntime, messages, type 
 import { RedisKeys } from '../storage/redis/redis.keys';
 import { RedisLockManager } from '../storage/redis/redis-lock.manager';
 import { RedisMapStore } from '../storage/redis/redis-map.store';
+import { RedisInterruptStore } from '../storage/redis/redis-interrupt.store';
 import { RedisReactorStorage } from '../storage/redis/redis-reactor.storage';
 import type { RedisConnection } from '../storage/redis/redis-scripts';
 import { BullMqJobDispatcher } from '../queue/bullmq-job.dispatcher';
@@ -32,6 +33,7 @@ export class RedisReactorRuntime implements ReactorRuntime {
   readonly storage: RedisReactorStorage;
   readonly locks: RedisLockManager;
   readonly maps: RedisMapStore;
+  readonly interrupts: RedisInterruptStore;
   readonly dispatcher: BullMqJobDispatcher;
   /** The key builder of the storage and lock manager. */
   readonly keys: RedisKeys;
@@ -83,6 +85,7 @@ export class RedisReactorRuntime implements ReactorRuntime {
       contextTtlMs: options.contextTtlMs,
       inputCipher: options.inputCipher,
     });
+    this.interrupts = new RedisInterruptStore(this.redis, { keys: this.keys });
     this.dispatcher = new BullMqJobDispatcher(queue, { jobRetryCount: options.jobRetryCount });
     queue.on('error', (error: Error) => logger.error(messages.queueError('queue', error)));
     logger.log(

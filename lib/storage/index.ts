@@ -1,10 +1,17 @@
-export { MemoryLockManager, MemoryReactorStorage, MemoryMapStore, createMemoryAdapters } from './memory';
+export {
+  MemoryLockManager,
+  MemoryReactorStorage,
+  MemoryMapStore,
+  MemoryInterruptStore,
+  createMemoryAdapters,
+} from './memory';
 export type { MemoryReactorStorageOptions, MemoryAdapters } from './memory';
 export {
   RedisKeys,
   RedisReactorStorage,
   RedisLockManager,
   RedisMapStore,
+  RedisInterruptStore,
   DEFAULT_CONTEXT_TTL_MS,
   defineScripts,
   resolveScriptsDir,
@@ -15,6 +22,7 @@ export type {
   RedisReactorStorageOptions,
   RedisLockManagerOptions,
   RedisMapStoreOptions,
+  RedisInterruptStoreOptions,
   MapKeyPart,
   RedisConnection,
   ScriptName,

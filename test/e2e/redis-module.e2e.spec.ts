@@ -14,6 +14,7 @@ import { createServer, type AddressInfo } from 'node:net';
 import { defineReactor, type ReactorBuilder } from '../../lib/core/definition/builder';
 import { success } from '../../lib/core/results/step-outcome';
 import { MemoryLockManager } from '../../lib/storage/memory';
+import { makeRunState, T0 } from '../conformance/run-state.factory';
 import { BackgroundAllReactor, createRedisApp, pollUntil, useRedisPrefixes } from './e2e.fixtures';
 
 const WAIT = { timeoutMs: 10_000 };
@@ -44,6 +45,25 @@ describe('ReactorModule on Redis (e2e)', () => {
       await app.get(ReactorClient).wait(started.runId, WAIT);
       const all = await files.redis().keys(`${p}*`);
       expect(all.some((k) => k.startsWith(`${bullMqPrefix(p)}:${REACTOR_QUEUE_NAME}:`))).toBe(true);
+    } finally {
+      await app.close();
+    }
+  });
+
+  it("builds the interrupt store on the runtime's connection and keys", async () => {
+    const p = prefix('e2e-interrupts');
+    // No sweeper: it would find the hand-made run (of no registered reactor) and fail it.
+    const { app } = await createRedisApp(p, { sweeper: { enabled: false } });
+    try {
+      const runtime = app.get<RedisReactorRuntime>(REACTOR_RUNTIME);
+      const state = makeRunState({ status: 'paused' });
+      await runtime.storage.save(state);
+      const claim = { kind: 'timeout' as const, at: T0 };
+      await expect(
+        runtime.interrupts.claim(state.runId, 'approve', claim, { now: T0, retentionMs: 60_000 }),
+      ).resolves.toEqual({ won: true, status: 'paused' });
+      expect(runtime.keys.resumeKey(state.runId).startsWith(p)).toBe(true);
+      expect(await files.redis().hget(runtime.keys.resumeKey(state.runId), 'c:approve')).toBe(JSON.stringify(claim));
     } finally {
       await app.close();
     }

@@ -2,6 +2,8 @@ import type { ReactorJob } from '../../lib/core/ports/job-dispatcher.port';
 import { systemClock } from '../../lib/core/ports/clock.port';
 import { EmbeddedReactorRuntime } from '../../lib/runtime/embedded.runtime';
 import { CapturingLogger } from '../nest/fixtures';
+import { ManualClock } from '../conformance/manual-clock';
+import { makeRunState, T0 } from '../conformance/run-state.factory';
 
 const job: ReactorJob = { kind: 'resume', runId: 'r1', reactorName: 'order' };
 
@@ -33,6 +35,24 @@ describe('EmbeddedReactorRuntime', () => {
     await runtime.close();
 
     expect(delivered).toEqual([]);
+  });
+
+  it('claims interrupts on the runs of its own storage', async () => {
+    const runtime = new EmbeddedReactorRuntime(new ManualClock(), new CapturingLogger());
+    const state = makeRunState({ status: 'paused' });
+    await runtime.storage.save(state);
+    const claim = { kind: 'timeout' as const, at: T0 };
+    const options = { now: T0 + 5, retentionMs: 60_000 };
+    await expect(runtime.interrupts.claim(state.runId, 'approve', claim, options)).resolves.toEqual({
+      won: true,
+      status: 'paused',
+    });
+    await expect(runtime.interrupts.claims(state.runId, ['approve'], 'take', T0 + 5)).resolves.toEqual({
+      approve: claim,
+    });
+    expect(await runtime.storage.listActive(1, T0 + 5)).toEqual([]);
+    expect(await runtime.storage.listActive(1, T0 + 6)).toEqual([state.runId]);
+    await runtime.close();
   });
 
   it('logs a job that throws, naming the run and reactor', async () => {

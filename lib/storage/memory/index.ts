@@ -2,3 +2,4 @@ export { MemoryLockManager } from './memory-lock.manager';
 export { MemoryReactorStorage, type MemoryReactorStorageOptions } from './memory-reactor.storage';
 export { createMemoryAdapters, type MemoryAdapters } from './create-memory-adapters';
 export { MemoryMapStore } from './memory-map.store';
+export { MemoryInterruptStore } from './memory-interrupt.store';

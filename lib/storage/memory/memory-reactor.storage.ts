@@ -236,6 +236,30 @@ export class MemoryReactorStorage implements ReactorStorage {
     return Object.fromEntries(this.runs.get(runId)?.fields ?? []);
   }
 
+  /**
+   * Adapter aid (for `MemoryInterruptStore`): the stored status of `runId` and whether its record
+   * is terminal, as the Lua scripts read the record's `status` and `terminal` fields; `undefined`
+   * when there is no run.
+   * @internal
+   */
+  statusOf(runId: string): { status: RunStatus; terminal: boolean } | undefined {
+    const stored = this.runs.get(runId);
+    return stored ? { status: stored.status, terminal: stored.terminal } : undefined;
+  }
+
+  /**
+   * Adapter aid (for `MemoryInterruptStore`): move an existing non-terminal run to `score` in the
+   * index of live runs (what `listActive` orders by), like `ZADD XX` on Redis. Nothing else of the
+   * run changes; a missing or terminal run is left alone. Returns whether the run was moved.
+   * @internal
+   */
+  touchActive(runId: string, score: number): boolean {
+    const stored = this.runs.get(runId);
+    if (!stored || stored.terminal) return false;
+    stored.updatedAt = score;
+    return true;
+  }
+
   /** Drop every run (tests). */
   clear(): void {
     this.runs.clear();

@@ -37,6 +37,11 @@ export const SCRIPT_FILES = {
   mapSettleRollback: 'mapSettleRollback-10.lua',
   mapRollbackProgress: 'mapRollbackProgress-2.lua',
   mapStalledRollback: 'mapStalledRollback-3.lua',
+  interruptClaim: 'interruptClaim-3.lua',
+  interruptReject: 'interruptReject-3.lua',
+  interruptClaims: 'interruptClaims-2.lua',
+  bindCorrelationId: 'bindCorrelationId-2.lua',
+  mailResume: 'mailResume-2.lua',
 } as const;
 
 /** Name of a bundled script. */

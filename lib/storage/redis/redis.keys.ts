@@ -18,6 +18,11 @@ const RUN_LEASE_PATTERN = /^run:(.+)$/s;
 /** Logical lease name of a map element: `mapel:<mapId>:<index>` (see `elementLeaseKey`). */
 const ELEMENT_LEASE_PATTERN = /^mapel:(.+):(\d+)$/s;
 
+/** `<reactor>:<id>`, each URI-encoded (no `{`, `}` or `:` left in either). */
+function correlationName(reactorName: string, correlationId: string): string {
+  return `${encodeURIComponent(reactorName)}:${encodeURIComponent(correlationId)}`;
+}
+
 /**
  * The keys of one fan-out map, by part (see {@link RedisKeys.mapKey} and `RedisMapStore` for
  * what each holds).
@@ -51,6 +56,7 @@ export type MapKeyPart =
  * <prefix>:{<prefix>:s<shard>}:map:<mapId>:<part>   a fan-out map's keys (see `RedisMapStore`)
  * <prefix>:{<prefix>:s<shard>}:mapel:<mapId>:<i>    STRING lease of map element i, PX = lease TTL
  * <prefix>:{<prefix>:s<shard>}:maps:open            ZSET  open map ids, score = createdAt (ms)
+ * <prefix>:{<prefix>:s<shard>}:run:<root>:resume    HASH  resume claims of a run's interrupts
  * ```
  *
  * A run is sharded by its ROOT ({@link rootRunId}): a composed child `<root>/<step>` lives in its
@@ -65,6 +71,16 @@ export type MapKeyPart =
  * Coordination keys are tagged by their own name, `<prefix>:{<kind>:<name>}[:<part>]`, so the
  * keys of one lock / semaphore / rate limit share a slot independently of any run. Sweep guards:
  * `<prefix>:{sweep:<name>}:guard`.
+ *
+ * Interrupts: a run's resume claims ({@link resumeKey}) are one HASH in its top-level run's slot,
+ * `c:<path>` (the claim, JSON), `exp:<path>` (expiry of an early claim, ms) and `n:<path>` (invalid
+ * payloads counted), kept for the retention TTL after each write; the claim scripts read the run
+ * record and move the run in its shard's `active` index in the same slot. A correlation id binds to
+ * one run at a time in `<prefix>:{corr:<reactor>:<id>}` ({@link correlationKey}, STRING run id,
+ * PX = retention), and resumes mailed to an id no run holds yet wait in
+ * `<prefix>:{corr:<reactor>:<id>}:mailbox` ({@link correlationMailboxKey}, HASH interrupt path ->
+ * claim JSON, one TTL for the mailbox); reactor and id are URI-encoded, so both keys share a slot
+ * whatever braces they hold.
  *
  * NOTE: the hash is FNV-1a (32-bit) over the UTF-8 bytes of the root run id: stable across
  * processes, Node versions and platforms. Never change it or `shards` under live data.
@@ -203,6 +219,33 @@ export class RedisKeys {
    */
   runScopedKey(runId: string, ...parts: string[]): string {
     return [this.runKey(runId), ...parts].join(':');
+  }
+
+  /**
+   * The resume claims of the interrupts of run `runId` (HASH: `c:<path>` claim JSON, `exp:<path>`
+   * expiry of an early claim, `n:<path>` invalid payloads counted), in its top-level run's slot:
+   * `<shardBase>:run:<root>:resume`. A composed child's interrupts are kept with its root's.
+   */
+  resumeKey(runId: string): string {
+    return this.runScopedKey(this.rootRunId(runId), 'resume');
+  }
+
+  /**
+   * The run correlation id `correlationId` of reactor `reactorName` is bound to (STRING):
+   * `<prefix>:{corr:<reactor>:<id>}`, both URI-encoded so that braces or colons in them cannot move
+   * the hash tag or run two names together.
+   */
+  correlationKey(reactorName: string, correlationId: string): string {
+    return this.coordinationKey('corr', correlationName(reactorName, correlationId));
+  }
+
+  /**
+   * The resumes mailed to correlation id `correlationId` of reactor `reactorName` before a run
+   * bound it (HASH: interrupt path -> claim JSON), in the binding's slot:
+   * `<prefix>:{corr:<reactor>:<id>}:mailbox`.
+   */
+  correlationMailboxKey(reactorName: string, correlationId: string): string {
+    return this.coordinationKey('corr', correlationName(reactorName, correlationId), 'mailbox');
   }
 
   /**
