@@ -114,6 +114,12 @@ export interface ReactorModuleOptions {
    * `contextTtlMs` (a key must not outlive its run). @default contextTtlMs
    */
   idempotencyWindowMs?: number;
+  /**
+   * How long a resume that arrives before its run reaches the interrupt (`continue` of a run that
+   * is still running, `continueByCorrelationId` of an id no run holds yet) is kept for it; at most
+   * `contextTtlMs`. @default 3600000 (1 h)
+   */
+  earlyResumeTtlMs?: number;
 }
 
 /** {@link ReactorModuleOptions} after validation, with every default applied. */
@@ -139,6 +145,7 @@ export interface ResolvedReactorModuleOptions {
   readonly unknownReactorRetries: number;
   readonly unknownReactorDelayMs: number;
   readonly idempotencyWindowMs: number;
+  readonly earlyResumeTtlMs: number;
 }
 
 /**

@@ -59,6 +59,7 @@ const KNOWN_OPTIONS: ReadonlyArray<keyof ReactorModuleOptions> = [
   'unknownReactorRetries',
   'unknownReactorDelayMs',
   'idempotencyWindowMs',
+  'earlyResumeTtlMs',
 ];
 
 /**
@@ -76,6 +77,15 @@ export function resolveReactorModuleOptions(raw: ReactorModuleOptions | undefine
   const d = REACTOR_MODULE_DEFAULTS;
   const contextTtlMs = integer('contextTtlMs', options.contextTtlMs, d.contextTtlMs, 1);
   const idempotencyWindowMs = integer('idempotencyWindowMs', options.idempotencyWindowMs, contextTtlMs, 1);
+  const earlyResumeTtlMs = integer(
+    'earlyResumeTtlMs',
+    options.earlyResumeTtlMs,
+    Math.min(ENGINE_DEFAULTS.earlyResumeTtlMs, contextTtlMs),
+    1,
+  );
+  if (earlyResumeTtlMs > contextTtlMs) {
+    throw invalidOption('earlyResumeTtlMs', `an integer <= contextTtlMs (${contextTtlMs})`, earlyResumeTtlMs);
+  }
   if (idempotencyWindowMs > contextTtlMs) {
     throw invalidOption('idempotencyWindowMs', `an integer <= contextTtlMs (${contextTtlMs})`, idempotencyWindowMs);
   }
@@ -106,6 +116,7 @@ export function resolveReactorModuleOptions(raw: ReactorModuleOptions | undefine
     unknownReactorRetries: integer('unknownReactorRetries', options.unknownReactorRetries, d.unknownReactorRetries, 0),
     unknownReactorDelayMs: integer('unknownReactorDelayMs', options.unknownReactorDelayMs, d.unknownReactorDelayMs, 0),
     idempotencyWindowMs,
+    earlyResumeTtlMs,
   });
 }
 

@@ -12,7 +12,7 @@ export function createHarness(
   adapters: { inputCipher?: InputCipher } = {},
 ) {
   const clock = new FakeClock();
-  const { storage, locks, maps } = createMemoryAdapters(clock, adapters);
+  const { storage, locks, maps, interrupts } = createMemoryAdapters(clock, adapters);
   const recorder = new RecordingMiddleware();
   const dispatcher = new InProcessJobDispatcher(clock);
   const saves: string[] = [];
@@ -36,6 +36,7 @@ export function createHarness(
     storage: counting,
     locks,
     maps,
+    interrupts,
     dispatcher,
     clock,
     middleware: [recorder],
@@ -43,7 +44,7 @@ export function createHarness(
     ...options,
   });
   dispatcher.setHandler((job) => engine.handleJob(job));
-  return { engine, clock, storage, locks, maps, recorder, dispatcher, saves };
+  return { engine, clock, storage, locks, maps, interrupts, recorder, dispatcher, saves };
 }
 
 /** A promise with its resolve function, to hold a step open until the test releases it. */

@@ -149,12 +149,16 @@ describe('ReactorModule options', () => {
       unknownReactorRetries: 30,
       unknownReactorDelayMs: 20_000,
       idempotencyWindowMs: 86_400_000,
+      earlyResumeTtlMs: 3_600_000,
     });
     // The idempotency window follows contextTtlMs, and may not outlive it.
     expect(resolveReactorModuleOptions({ contextTtlMs: 5_000 }).idempotencyWindowMs).toBe(5_000);
     expect(() => resolveReactorModuleOptions({ contextTtlMs: 5_000, idempotencyWindowMs: 6_000 })).toThrow(
       /idempotencyWindowMs/,
     );
+    // So does the early-resume mailbox's TTL.
+    expect(resolveReactorModuleOptions({ contextTtlMs: 5_000 }).earlyResumeTtlMs).toBe(5_000);
+    expect(() => resolveReactorModuleOptions({ earlyResumeTtlMs: 90_000_000 })).toThrow(/earlyResumeTtlMs/);
     expect(resolveReactorModuleOptions({ sweeper: { enabled: false } }).sweeper).toEqual({
       enabled: false,
       intervalMs: 30_000,
