@@ -10,10 +10,13 @@ import { ReserveInventory } from './reserve-inventory.step';
 import { ScreenFraud } from './screen-fraud.step';
 import { ShippingService } from './shipping.service';
 import { AddStock, RestockImportReactor, RestockLineReactor } from './restock.reactor';
+import { CreditApprovalReactor, CreditsService, IssueCredit } from './approval.reactor';
+import { ApprovalsController } from './approvals.controller';
 
-/** The sample application: the embedded runtime (no Redis), and the checkout saga. */
+/** The sample application: the embedded runtime (no Redis), the checkout saga, a restock import and a credit approval. */
 @Module({
   imports: [ReactorModule.forRoot()],
+  controllers: [ApprovalsController],
   providers: [
     InventoryService,
     PaymentsService,
@@ -27,6 +30,9 @@ import { AddStock, RestockImportReactor, RestockLineReactor } from './restock.re
     AddStock,
     RestockLineReactor,
     RestockImportReactor,
+    CreditsService,
+    IssueCredit,
+    CreditApprovalReactor,
   ],
 })
 export class AppModule {}

@@ -2,6 +2,7 @@ import 'reflect-metadata';
 import { NestFactory } from '@nestjs/core';
 import { ReactorClient, type TraceEntry, type RunOutcome } from '../lib';
 import { AppModule } from './app.module';
+import { CreditApprovalReactor } from './approval.reactor';
 import { InventoryService } from './inventory.service';
 import type { OrderDto } from './order.dto';
 import { OrdersService } from './orders.service';
@@ -20,8 +21,10 @@ const order = (orderId: string, country: string): OrderDto => ({
 });
 
 async function main(): Promise<void> {
-  const app = await NestFactory.createApplicationContext(AppModule);
+  const app = await NestFactory.create(AppModule);
   app.enableShutdownHooks();
+  await app.listen(0, '127.0.0.1');
+  const baseUrl = await app.getUrl();
   try {
     const orders = app.get(OrdersService);
     const inventory = app.get(InventoryService);
@@ -77,7 +80,35 @@ async function main(): Promise<void> {
     report(badOutcome);
     console.log('stock     ', inventory.snapshot(), '(unchanged by the failed import)');
 
+    banner('5. A credit over the limit waits for a manager: paused, then resumed over HTTP by its request id');
+    const request = { requestId: 'credit-42', customerId: 'cus_ada', amountCents: 2_500 };
+    const paused = await client.run(CreditApprovalReactor, request);
+    console.log(
+      `run ${paused.runId}: ${paused.status.toUpperCase()}` +
+        (paused.status === 'paused' ? ` at '${paused.stepName}' (correlation id ${paused.correlationId})` : ''),
+    );
+    const post = async (body: unknown) => {
+      const response = await fetch(`${baseUrl}/approvals/${request.requestId}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+      const text = await response.text();
+      console.log(`POST /approvals/${request.requestId} ${JSON.stringify(body)} -> ${response.status} ${text}`);
+      return response.status;
+    };
+    const invalid = await post({ approved: 'yes' });
+    const accepted = await post({ approved: true, approver: 'grace' });
+    const again = await post({ approved: false, approver: 'mallory' });
+    const approvedRun = await client.wait(paused.runId);
+    report(approvedRun);
+
     if (
+      paused.status !== 'paused' ||
+      invalid !== 400 ||
+      accepted !== 200 ||
+      again !== 409 ||
+      approvedRun.status !== 'completed' ||
       ok.status !== 'completed' ||
       failed.status !== 'failed' ||
       failed.failure.rollbackFailures.length > 0 ||

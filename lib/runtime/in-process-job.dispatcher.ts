@@ -7,6 +7,9 @@ import {
   type ReactorJob,
 } from '../core';
 
+/** The longest delay one `setTimeout` waits (2^31 - 1 ms, about 24.8 days). */
+const MAX_TIMER_MS = 2_147_483_647;
+
 /**
  * The embedded runtime's dispatcher: jobs run in this process, after their delay, on the same
  * event loop. Not durable: a job pending when the process exits is lost (the embedded runtime says
@@ -52,11 +55,20 @@ export class InProcessJobDispatcher implements JobDispatcher {
     if (delayMs > 0 && this.clock !== systemClock) {
       void this.clock.sleep(delayMs).then(() => setImmediate(run));
     } else {
-      const timer = setTimeout(() => {
-        this.timers.delete(timer);
-        run();
-      }, delayMs);
-      this.timers.add(timer);
+      // A delay beyond what one timer can wait (an interrupt's day-long timeout may be longer) is
+      // waited in steps: Node fires a longer timer at once.
+      const schedule = (remaining: number): void => {
+        const timer = setTimeout(
+          () => {
+            this.timers.delete(timer);
+            if (remaining > MAX_TIMER_MS) schedule(remaining - MAX_TIMER_MS);
+            else run();
+          },
+          Math.min(remaining, MAX_TIMER_MS),
+        );
+        this.timers.add(timer);
+      };
+      schedule(delayMs);
     }
   }
 

@@ -181,6 +181,22 @@ describe('interrupts', () => {
     expect(log).toContain('run:charge:bob');
   });
 
+  it('by correlation id, an invalid payload counts as an attempt of the bound run; once answered, refuse says so', async () => {
+    const log: string[] = [];
+    const { engine } = createHarness();
+    const def = approval(log, { maxAttempts: 2 });
+    engine.register(def);
+    const paused = await engine.run(def, input);
+    await expect(
+      engine.continueByCorrelationId('approval', 'approve', 'order-o-1', { approved: 1 }),
+    ).rejects.toMatchObject({ code: 'PAYLOAD_INVALID', attempts: 1, attemptsLeft: 1 });
+    await engine.continueByCorrelationId('approval', 'approve', 'order-o-1', approve);
+    expect((await engine.get(paused.runId))?.status).toBe('completed');
+    await expect(
+      engine.continueByCorrelationId('approval', 'approve', 'order-o-1', approve, { ifNotReached: 'refuse' }),
+    ).rejects.toBeInstanceOf(AlreadyResumedError);
+  });
+
   it('a second live run reaching the same correlation id fails (CORRELATION_ID_TAKEN) and rolls back', async () => {
     const log: string[] = [];
     const { engine } = createHarness();

@@ -103,16 +103,24 @@ export class Resumes {
     const def = this.registry.get(reactorName);
     const target = this.resolve(def, path);
     const now = this.parts.clock.now();
-    // A mailed payload is always a valid one: invalid ones are refused before anything is kept.
-    await this.validate(target, payload, { reactor: def.name, path: target.path });
     let stale: string | undefined;
     const boundTo = await store.findCorrelationId(def.name, correlationId);
     if (boundTo !== undefined) {
+      // A live run: resumed like `continue` (an invalid payload counts as one of its attempts).
       const state = await this.parts.storage.load(boundTo);
       if (state && !isTerminal(state.status)) return this.resume(state, def, target, payload, options);
+      if (state && options.ifNotReached === 'refuse') {
+        // A finished run still holds the id: say what became of its interrupt.
+        if (levelOf(state, target.segments)?.completed.includes(target.step.name)) {
+          throw new AlreadyResumedError(state.runId, target.path, 'result');
+        }
+        throw new NotPausedError(state.runId, target.path, state.status, state.cancellation?.reason);
+      }
       stale = boundTo;
     }
     if (options.ifNotReached === 'refuse') throw new UnknownCorrelationIdError(def.name, correlationId);
+    // A mailed payload is always a valid one: invalid ones are refused before anything is kept.
+    await this.validate(target, payload, { reactor: def.name, path: target.path });
     const claim: ResumeClaim = { kind: 'payload', payload, at: now };
     const mailed = await store.mailResume(def.name, correlationId, target.path, claim, {
       now,
