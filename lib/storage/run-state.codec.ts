@@ -141,12 +141,29 @@ function salvage(raw: string | undefined): { reactorName?: string; definitionHas
   };
 }
 
+/** The index score of a paused run with no deadline: the end of time (the largest `Date`). */
+export const PAUSED_INDEX_SCORE = 8_640_000_000_000_000;
+
 /**
  * Where a live run sits in its shard's index of live runs: when it was last written, or, while it
  * waits for a scheduled retry, when that retry is due. A sweep reads only runs idle past the grace
  * period, so a run waiting for a retry is not looked at before it is due and never hides a stalled one.
+ * A paused run sits at its earliest interrupt deadline, or at the end of time: thousands of runs
+ * waiting for answers never fill a sweep's page (a resume claimed for it moves it to the claim's time).
  */
 export function indexScore(state: RunState): number {
+  if (state.status === 'paused') {
+    let deadline = PAUSED_INDEX_SCORE;
+    const visit = (run: RunState): void => {
+      for (const [step, record] of Object.entries(run.interrupts ?? {})) {
+        if (record.timeoutAt !== undefined && !run.completed.includes(step))
+          deadline = Math.min(deadline, record.timeoutAt);
+      }
+      for (const child of Object.values(run.children)) if (child.status === 'paused') visit(child);
+    };
+    visit(state);
+    return deadline;
+  }
   if (!state.retryAt) return state.updatedAt;
   let due = state.updatedAt;
   for (const step in state.retryAt) due = Math.max(due, state.retryAt[step]);

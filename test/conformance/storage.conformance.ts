@@ -551,6 +551,17 @@ export function describeStorageConformance(name: string, factory: AdapterFactory
         expect(await h.storage.listActive(10, T0 + 600_001)).toEqual([stalled.runId, waiting.runId]);
       });
 
+      it('lists a paused run by its interrupt deadline, and one without a deadline never in a sweep page', async () => {
+        const record = (timeoutAt?: number) => ({ path: 'approve', pausedAt: T0, ...(timeoutAt ? { timeoutAt } : {}) });
+        const idle = makeRunState({ status: 'paused', updatedAt: T0, interrupts: { approve: record() } });
+        const timed = makeRunState({ status: 'paused', updatedAt: T0, interrupts: { approve: record(T0 + 600_000) } });
+        const stalled = makeRunState({ updatedAt: T0 + 5 });
+        for (const run of [idle, timed, stalled]) await h.storage.save(run);
+        expect(await h.storage.listActive(10, T0 + 60_000)).toEqual([stalled.runId]);
+        expect(await h.storage.listActive(10, T0 + 600_001)).toEqual([stalled.runId, timed.runId]);
+        expect(await h.storage.listActive(10, T0 + 365 * 24 * 3_600_000)).toEqual([stalled.runId, timed.runId]);
+      });
+
       it('lists non-terminal runs and not terminal ones', async () => {
         const runs = [...NON_TERMINAL, ...TERMINAL].map((status, i) => makeRunState({ status, updatedAt: T0 + i }));
         for (const run of runs) await h.storage.save(run);
