@@ -33,8 +33,14 @@ export function describeInterruptStoreConformance(name: string, factory: Interru
     });
 
     /** Store a top-level run with `status`, indexed (when live) at `updatedAt`. */
+    /**
+     * A stored run. A paused one waits at interrupt `approve` with its deadline at `updatedAt`, so
+     * that it sits in the live-run index there (a paused run sits at its earliest deadline).
+     */
     async function newRun(status: RunStatus = 'paused', updatedAt = T0): Promise<string> {
-      const state = makeRunState({ status, updatedAt, createdAt: T0 });
+      const interrupts =
+        status === 'paused' ? { approve: { path: 'approve', pausedAt: T0, timeoutAt: updatedAt } } : undefined;
+      const state = makeRunState({ status, updatedAt, createdAt: T0, ...(interrupts ? { interrupts } : {}) });
       expect(await h.storage.save(state)).toBe(true);
       return state.runId;
     }
