@@ -481,6 +481,8 @@ function progress(state: RunState): Omit<RunState, Collection | keyof Identity> 
     rollback: state.rollback,
     handoff: state.handoff,
     interrupts: state.interrupts,
+    asyncUnits: state.asyncUnits,
+    asyncParent: state.asyncParent,
     retryAt: state.retryAt,
     updatedAt: state.updatedAt,
     finishedAt: state.finishedAt,

@@ -155,6 +155,76 @@ export class ReactorBuilder<I> {
   }
 
   /**
+   * Run a step in its own job while the run goes on: the unit retries (and, after its last attempt,
+   * compensates) by itself, is never undone with the run, and its failure fails nothing unless a
+   * reader decides so. A step reading its value waits for it and gets the value, or the unit's
+   * `Failure` (check `instanceof Failure`). `undo` is refused: a unit is never undone.
+   */
+  asyncStep<A, R>(
+    name: string,
+    handler: StepImplementation<A, R>,
+    args: ArgRefs<A>,
+    options: StepUseOptions = {},
+  ): Ref<R> {
+    this.checkNewStepName(name);
+    const spec = this.handlerSpec(name, handler as StepImplementation<unknown, unknown>);
+    if (spec.kind === 'inline' && typeof spec.handler.undo === 'function') {
+      this.fail(`async step '${name}': undo is not allowed (an async unit is never undone; use compensate)`, name);
+    }
+    const sources = this.toSources(name, args as Record<string, Ref<unknown> | undefined>);
+    const unitName = `${this.reactorName}::${name}`;
+    const unit = defineReactor(unitName, (r: ReactorBuilder<Record<string, unknown>>) => {
+      const refs: Record<string, Ref<unknown>> = {};
+      for (const key of Object.keys(sources)) refs[key] = r.input(key, { type: 'any', optional: true });
+      return r.step(name, handler as StepImplementation<unknown, unknown>, refs as ArgRefs<unknown>, {
+        ...options,
+        waitFor: undefined,
+      });
+    });
+    this.pending.push({
+      name,
+      handler: { kind: 'async', name: `async-step:${spec.name}`, reactorName: unitName, inlineUnit: unit },
+      args: sources,
+      waitFor: [...(options.waitFor ?? [])],
+      redact: [...(options.redact ?? [])],
+      reads: [],
+    });
+    return new Ref({ kind: 'result', step: name, ops: [] });
+  }
+
+  /**
+   * Start a child reactor run in its own job while this run goes on (an independent run, not
+   * embedded in this one). A step reading its value waits for the child to finish and gets its
+   * value, or its `Failure`. Never undone with this run.
+   */
+  asyncReactor<CI, CO>(
+    name: string,
+    child: ComposeTarget<CI, CO>,
+    args: ArgRefs<CI>,
+    options: ComposeOptions = {},
+  ): Ref<CO> {
+    this.checkNewStepName(name);
+    this.checkComposeOptions(name, options);
+    const reactorName =
+      typeof child === 'string' ? child : typeof child === 'function' ? getReactorMetadata(child)?.name : child.name;
+    if (!reactorName) {
+      this.fail(
+        `async reactor '${name}': the child is not a reactor. Pass a ReactorDefinition, a @Reactor class or a name`,
+        name,
+      );
+    }
+    this.pending.push({
+      name,
+      handler: { kind: 'async', name: `async-reactor:${reactorName}`, reactorName },
+      args: this.toSources(name, args as Record<string, Ref<unknown> | undefined>),
+      waitFor: [...(options.waitFor ?? [])],
+      redact: [],
+      reads: [],
+    });
+    return new Ref({ kind: 'result', step: name, ops: [] });
+  }
+
+  /**
    * Pause the run here until the outside world answers: `client.continue(runId, name, payload)` or
    * `client.continueByCorrelationId(...)`. The run is `paused` (durable, no worker held) once
    * nothing else can run; its value is the validated payload, wired to dependants like a step's

@@ -22,6 +22,11 @@ export interface HandlerSpecs {
   compose: { kind: 'compose'; reactorName: string; name: string };
   /** A map of an element reactor over a collection. */
   map: { kind: 'map'; name: string; map: MapSpec };
+  /**
+   * An async unit: a reactor run dispatched to its own job (`asyncReactor`), or a step run that way
+   * (`asyncStep`, as a one-step reactor `inlineUnit`). Readers of its value wait for it.
+   */
+  async: { kind: 'async'; name: string; reactorName: string; inlineUnit?: ReactorDefinition };
   /** A pause until the outside world answers (`client.continue`); its value is the payload. */
   interrupt: { kind: 'interrupt'; name: 'interrupt'; interrupt: InterruptSpec };
 }

@@ -90,6 +90,14 @@ export function finishDefinition<I, O>(
     returns = returned.source;
     if (returns.kind === 'result' && !names.has(returns.step))
       fail(`the returned ref reads unknown step '${returns.step}'`);
+    const source = returns;
+    const unit = source.kind === 'result' ? steps.find((s) => s.name === source.step) : undefined;
+    if (unit?.handler.kind === 'async') {
+      fail(
+        `the returned ref reads async unit '${unit.name}' directly; read it in a step (which gets its value or its Failure) and return that`,
+        unit.name,
+      );
+    }
   } else if (returned !== undefined) {
     fail('build() must return a ref (from r.step, r.input, r.value) or nothing');
   }

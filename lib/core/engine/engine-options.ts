@@ -40,6 +40,10 @@ export const ENGINE_DEFAULTS = {
   interruptRetentionMs: 24 * 60 * 60 * 1000,
   /** How long a resume that arrives before its run reaches the interrupt is kept. */
   earlyResumeTtlMs: 60 * 60 * 1000,
+  /** How long a caller blocks for the async units its run waits on before the run goes to a worker. */
+  asyncWaitTimeoutMs: 30_000,
+  /** How long a worker waits for an async unit (from its dispatch) before the reading step fails. */
+  asyncParkTimeoutMs: 60 * 60 * 1000,
 } as const;
 
 /** Options of {@link ReactorEngine}. */
@@ -56,6 +60,10 @@ export interface ReactorEngineOptions {
   interruptRetentionMs?: number;
   /** How long a resume that arrives before its run reaches the interrupt is kept. @default 1 h */
   earlyResumeTtlMs?: number;
+  /** How long a caller blocks for async units before its run goes on in a worker. @default 30000 */
+  asyncWaitTimeoutMs?: number;
+  /** How long a worker waits for an async unit (from its dispatch) before the reading step fails. @default 1 h */
+  asyncParkTimeoutMs?: number;
   /** @default systemClock */
   clock?: Clock;
   /** @default constructs each step class once */
@@ -114,6 +122,8 @@ export interface EngineParts {
   readonly interrupts?: InterruptStore;
   readonly interruptRetentionMs: number;
   readonly earlyResumeTtlMs: number;
+  readonly asyncWaitTimeoutMs: number;
+  readonly asyncParkTimeoutMs: number;
   readonly clock: Clock;
   readonly resolver: StepResolver;
   readonly middleware: MiddlewareRunner;

@@ -3,7 +3,7 @@ import { ContextTooLargeError, LeaseLostError } from '../errors/run-state.error'
 import type { ExecutionEnv } from '../executor/execution-env';
 import { RunExecution } from '../executor/run-execution';
 import type { RunFailure } from '../model/failure';
-import type { RunState } from '../model/run-state';
+import { isTerminal, type RunState } from '../model/run-state';
 import type { Lease } from '../ports/lock-manager.port';
 import { outcomeOf, type RunOutcome } from '../results/run-outcome';
 import type { Dispatch } from './dispatch';
@@ -42,6 +42,10 @@ export class Executions {
       maps: parts.maps,
       interrupts: parts.interrupts,
       interruptRetentionMs: parts.interruptRetentionMs,
+      asyncWaitTimeoutMs: parts.asyncWaitTimeoutMs,
+      asyncParkTimeoutMs: parts.asyncParkTimeoutMs,
+      awaitRun: (runId, timeoutMs) =>
+        this.waiters.until(runId, { timeoutMs, settled: (s) => isTerminal(s.status) }).catch(() => undefined),
       dispatch: dispatch.available ? (jobs, delayMs) => dispatch.many(jobs, delayMs) : undefined,
       storage: parts.storage,
       clock: parts.clock,
@@ -90,6 +94,10 @@ export class Executions {
       const outcome = await new RunExecution(def, state, env, save).execute(resumed);
       if (outcome.status !== 'dispatched') this.waiters.notify(state.runId);
       if (outcome.status === 'paused') await this.afterPause?.(state);
+      // An async unit that finished resumes the run that dispatched it (its readers wait for it).
+      if (state.asyncParent && isTerminal(state.status) && this.dispatch.available) {
+        await this.dispatch.resume(state.asyncParent.runId, state.asyncParent.reactorName, 0);
+      }
       if (mode === 'worker' && outcome.status === 'failed') this.logFailure(outcome.failure, state.runId);
       return outcome.status === 'completed' ? this.view.outcome(state) : outcome;
     } catch (error) {

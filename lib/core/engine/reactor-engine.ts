@@ -60,6 +60,8 @@ export class ReactorEngine {
       interrupts: options.interrupts,
       interruptRetentionMs: options.interruptRetentionMs ?? ENGINE_DEFAULTS.interruptRetentionMs,
       earlyResumeTtlMs: options.earlyResumeTtlMs ?? ENGINE_DEFAULTS.earlyResumeTtlMs,
+      asyncWaitTimeoutMs: options.asyncWaitTimeoutMs ?? ENGINE_DEFAULTS.asyncWaitTimeoutMs,
+      asyncParkTimeoutMs: options.asyncParkTimeoutMs ?? ENGINE_DEFAULTS.asyncParkTimeoutMs,
       clock: options.clock ?? systemClock,
       resolver: options.resolver ?? new ConstructingStepResolver(),
       middleware: new MiddlewareRunner(options.middleware ?? [], logger),
@@ -77,7 +79,7 @@ export class ReactorEngine {
     this.encryptsInputs =
       parts.storage.encryptsInputs === true && (parts.maps === undefined || parts.maps.encryptsInputs === true);
     this.waiters = new Waiters(parts.storage, parts.clock);
-    this.viewer = new RunViewer(this.registry, parts.maps);
+    this.viewer = new RunViewer(this.registry, parts.maps, parts.storage);
     const executions = new Executions(parts, this.registry, dispatch, leases, this.waiters, this.viewer);
     this.resumes = new Resumes(parts, this.registry, leases, executions, dispatch);
     executions.afterPause = (state) => this.resumes.afterPause(state);

@@ -3,8 +3,9 @@ import { REDACTED, redactInputs } from '../definition/redaction';
 import { hydrateMapValue, returnsMapMarker, storesMapMarker } from '../map/map-results';
 import type { RollbackFailure, RunFailure } from '../model/failure';
 import { inlineProgress, type ElementRecord, type MapProgress } from '../model/map';
-import type { RunState, RunStatus, TraceEntry } from '../model/run-state';
+import type { InterruptRecord, RunState, RunStatus, TraceEntry } from '../model/run-state';
 import type { MapStore } from '../ports/map-store.port';
+import type { ReactorStorage } from '../ports/reactor-storage.port';
 import { outcomeOf, type RunOutcome } from '../results/run-outcome';
 import type { DefinitionRegistry } from './registry';
 
@@ -34,8 +35,23 @@ export interface RunView {
   finishedAt?: number;
   /** Progress of each map step: total, succeeded, failed, in flight (`dispatched - settled`). */
   maps: Record<string, MapProgress>;
+  /** The async units the run dispatched, by step: their run, status and, once finished, value or failure. */
+  asyncUnits: Record<string, AsyncUnitView>;
+  /** The interrupts the run reached, by step: path, correlation id, when, deadline. */
+  interrupts: Record<string, InterruptRecord>;
   /** The outcome a caller would see. */
   outcome: RunOutcome;
+}
+
+/** An async unit as `client.get` shows it. */
+export interface AsyncUnitView {
+  runId: string;
+  reactorName: string;
+  dispatchedAt: number;
+  /** Its run's status; `expired` when its record is gone. */
+  status: RunStatus | 'expired';
+  value?: unknown;
+  failure?: RunFailure;
 }
 
 /** Runs as callers and people see them: outcomes with map values as results objects, and views. */
@@ -43,6 +59,7 @@ export class RunViewer {
   constructor(
     private readonly registry: DefinitionRegistry,
     private readonly maps: MapStore | undefined,
+    private readonly storage?: ReactorStorage,
   ) {}
 
   /** The caller-facing outcome, with a map value turned into its results object. */
@@ -87,11 +104,25 @@ export class RunViewer {
         if (records) maps[step] = inlineProgress(records);
       }
     }
+    const asyncUnits: Record<string, AsyncUnitView> = {};
+    for (const [step, ref] of Object.entries(state.asyncUnits ?? {})) {
+      const unit = await this.storage?.load(ref.runId).catch(() => undefined);
+      asyncUnits[step] = {
+        ...ref,
+        status: unit?.status ?? 'expired',
+        ...(unit?.status === 'completed' ? { value: unit.value } : {}),
+        ...(unit?.failure ? { failure: unit.failure } : {}),
+      };
+    }
     return {
       runId: state.runId,
       reactorName: state.reactorName,
       status: state.status,
       inputs,
+      asyncUnits,
+      interrupts: Object.fromEntries(
+        Object.entries(state.interrupts ?? {}).map(([step, { applied: _applied, ...record }]) => [step, record]),
+      ),
       results: state.results,
       completed: state.completed,
       attempts: state.attempts,

@@ -14,17 +14,21 @@ export class Waiters {
   ) {}
 
   /**
-   * Load the run until it is terminal (or paused), up to `timeoutMs` on the engine's clock; wake
-   * at once when {@link notify} is called for it, else poll every `pollMs`.
+   * Load the run until it is terminal (or paused; `settled` says otherwise), up to `timeoutMs` on
+   * the engine's clock; wake at once when {@link notify} is called for it, else poll every `pollMs`.
    */
-  async until(runId: string, options: { timeoutMs?: number; pollMs?: number } = {}): Promise<RunState> {
+  async until(
+    runId: string,
+    options: { timeoutMs?: number; pollMs?: number; settled?: (state: RunState) => boolean } = {},
+  ): Promise<RunState> {
+    const settled = options.settled ?? ((state: RunState) => isTerminal(state.status) || state.status === 'paused');
     const timeoutMs = options.timeoutMs ?? ENGINE_DEFAULTS.waitTimeoutMs;
     const pollMs = options.pollMs ?? ENGINE_DEFAULTS.waitPollMs;
     const deadline = this.clock.now() + timeoutMs;
     for (;;) {
       const state = await this.storage.load(runId);
       if (!state) throw new RunNotFoundError(runId);
-      if (isTerminal(state.status) || state.status === 'paused') return state;
+      if (settled(state)) return state;
       const left = deadline - this.clock.now();
       if (left <= 0) throw new WaitTimeoutError(runId, timeoutMs);
       await this.sleepOrWake(runId, Math.min(pollMs, left));

@@ -128,3 +128,18 @@ export class InterruptNotSupportedError extends ReactorError {
     );
   }
 }
+
+/** A worker waited for an async unit longer than `asyncParkTimeoutMs` (from its dispatch): the reading step fails. */
+export class AsyncWaitTimeoutError extends ReactorError {
+  constructor(
+    readonly runId: string,
+    readonly step: string,
+    readonly unitRunId: string,
+    waitedMs: number,
+  ) {
+    super(
+      'ASYNC_WAIT_TIMEOUT',
+      `Run '${runId}': async unit '${step}' (run '${unitRunId}') did not finish within ${waitedMs} ms of its dispatch (asyncParkTimeoutMs).`,
+    );
+  }
+}

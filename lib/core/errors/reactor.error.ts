@@ -29,6 +29,7 @@ export type ReactorErrorCode =
   | 'CORRELATION_ID_NOT_FOUND'
   | 'CORRELATION_ID_TAKEN'
   | 'INTERRUPT_NOT_SUPPORTED'
+  | 'ASYNC_WAIT_TIMEOUT'
   | 'INTERNAL';
 
 /** The JSON form of an error, as stored with a run and shown by `ReactorClient.get`. */

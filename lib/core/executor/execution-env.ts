@@ -42,6 +42,12 @@ export interface ExecutionEnv {
   interrupts?: InterruptStore;
   /** How long resume claims and correlation id bindings are kept. */
   interruptRetentionMs?: number;
+  /** How long a caller blocks for async units its run waits on, before the run goes to a worker. */
+  asyncWaitTimeoutMs?: number;
+  /** How long a worker waits for an async unit (from its dispatch) before the reading step fails. */
+  asyncParkTimeoutMs?: number;
+  /** Resolve when run `runId` is terminal (or paused), or after `timeoutMs` (with it as it is then). */
+  awaitRun?: (runId: string, timeoutMs: number) => Promise<unknown>;
 }
 
 /** Saves the root run; `final` ends the execution and releases the lease in the same write. */

@@ -37,7 +37,7 @@ import { ContextTooLargeError, LeaseLostError } from '../errors/run-state.error'
 import { UnstorableValueError } from '../errors/unstorable-value.error';
 import { ReadySteps } from '../graph/dependency-graph';
 import type { RollbackFailure } from '../model/failure';
-import type { RunState } from '../model/run-state';
+import { isTerminal, type RunState } from '../model/run-state';
 import { outcomeOf, type RunOutcome } from '../results/run-outcome';
 import { RollbackSuspended } from '../results/suspension';
 import type { NestedExecution } from '../map/map-host';
@@ -154,7 +154,18 @@ export class RunExecution extends RunScope implements NestedExecution {
     state.status = 'running';
     if (!wasRunning) await this.save();
 
-    const result = await this.loop();
+    let result = await this.loop();
+    // A caller waits (bounded) for the async units its run waits on, then goes on where it stopped.
+    const waitUntil = this.now() + (this.env.asyncWaitTimeoutMs ?? 30_000);
+    while (
+      result.handoff?.mode.mode === 'async' &&
+      result.cancel === undefined &&
+      this.root &&
+      this.env.mode === 'caller'
+    ) {
+      if (!(await this.awaitUnits(waitUntil - this.now()))) break;
+      result = await this.loop();
+    }
     // A cancel request stops the run unless it failed (its rollback wins) or waits for map elements
     // (the run is cancelled when they have settled and the map can be undone whole).
     if (result.cancel !== undefined && result.failures.length === 0 && result.handoff?.mode.mode !== 'map') {
@@ -171,14 +182,50 @@ export class RunExecution extends RunScope implements NestedExecution {
       state.handoff = result.handoff.mode;
       if (result.handoff.mode.mode === 'interrupt') this.pause(result.handoff.mode.step!);
       await this.saveRun(this.root);
-      if (this.root && this.env.enqueueResume && result.handoff.delayMs >= 0) {
-        await this.env.enqueueResume(state.runId, state.reactorName, result.handoff.delayMs);
+      // A run waiting for async units parks: a finishing unit resumes it; a poll is the fallback.
+      const delayMs = result.handoff.mode.mode === 'async' ? this.parkPollMs() : result.handoff.delayMs;
+      if (this.root && this.env.enqueueResume && delayMs >= 0) {
+        await this.env.enqueueResume(state.runId, state.reactorName, delayMs);
       }
       return outcomeOf(state);
     } else {
       await this.complete(result.last);
     }
     return this.finish();
+  }
+
+  /**
+   * Wait up to `ms` for one of the async units this run waits on to finish. Returns whether one did
+   * (the loop goes on), or false when none did in time (the run parks for a worker).
+   */
+  private async awaitUnits(ms: number): Promise<boolean> {
+    const { awaitRun } = this.env;
+    const pending = Object.entries(this.state.asyncUnits ?? {})
+      .filter(([step]) => !this.state.completed.includes(step))
+      .map(([, ref]) => ref.runId);
+    if (!awaitRun || ms <= 0 || pending.length === 0) return false;
+    await Promise.race(pending.map((runId) => awaitRun(runId, ms)));
+    return this.anyUnitFinished(pending);
+  }
+
+  private async anyUnitFinished(runIds: string[]): Promise<boolean> {
+    for (const runId of runIds) {
+      const unit = await this.env.storage.load(runId);
+      if (!unit || isTerminal(unit.status)) return true;
+    }
+    return false;
+  }
+
+  /**
+   * The fallback poll of a run parked on async units: a quarter of the time since its oldest pending
+   * unit was dispatched, between 1 s and 30 s (a finishing unit resumes the run at once anyway).
+   */
+  private parkPollMs(): number {
+    const pending = Object.entries(this.state.asyncUnits ?? {})
+      .filter(([step]) => !this.state.completed.includes(step))
+      .map(([, ref]) => ref.dispatchedAt);
+    const waited = pending.length > 0 ? this.now() - Math.min(...pending) : 0;
+    return Math.min(30_000, Math.max(1_000, Math.floor(waited / 4)));
   }
 
   /** The run waits at its interrupts: `paused`, durable, its lease released by the final save. */
@@ -228,7 +275,7 @@ export class RunExecution extends RunScope implements NestedExecution {
    */
   private async complete(last: Extract<StepResult, { kind: 'success' | 'skipped' }> | undefined): Promise<void> {
     const { state } = this;
-    state.value = this.def.returns ? this.resolveSource(this.def.returns) : { ...state.results };
+    state.value = this.def.returns ? this.resolveSource(this.def.returns) : this.allResults();
     state.status = 'completed';
     state.finishedAt = this.now();
     try {
@@ -240,6 +287,16 @@ export class RunExecution extends RunScope implements NestedExecution {
       state.status = 'running';
       await rollback(this, [await this.takeBack(last, error)]);
     }
+  }
+
+  /** The value of a reactor that returns nothing: every result, an async unit's as its value (or its stored failure). */
+  private allResults(): Record<string, unknown> {
+    const out = { ...this.state.results };
+    for (const step of Object.keys(this.state.asyncUnits ?? {})) {
+      const stored = out[step] as { ok?: boolean; value?: unknown } | undefined;
+      if (stored?.ok === true) out[step] = stored.value;
+    }
+    return out;
   }
 
   private async finish(): Promise<RunOutcome> {
@@ -269,6 +326,8 @@ export class RunExecution extends RunScope implements NestedExecution {
     let wave: StepDefinition[] = [];
     /** Interrupts reached that wait for an answer. */
     const paused: StepDefinition[] = [];
+    /** Async units dispatched (or re-attached) that have not finished. */
+    const units: StepDefinition[] = [];
     const sequential = def.maxConcurrency === 1;
     const background = this.root && this.env.mode === 'caller' && this.env.enqueueResume ? def.background : undefined;
     let cancel = this.cancelRequested();
@@ -325,7 +384,7 @@ export class RunExecution extends RunScope implements NestedExecution {
           state.results[name] = settled.value;
           state.completed.push(name);
           finished.add(name);
-          if (settled.kind === 'success') {
+          if (settled.kind === 'success' && !stepKindOf(settled.step).offUndoStack) {
             // Arguments are kept only for an undo that will use them (and must survive a resume).
             const args = stepKindOf(settled.step).hasUndoWork(this, settled.step) ? settled.args : {};
             state.undoStack.push({ step: name, args, result: settled.value });
@@ -369,6 +428,12 @@ export class RunExecution extends RunScope implements NestedExecution {
             paused.push(settled.step);
             break;
           }
+          // An async unit stops only the steps that read it: the run waits for it once nothing
+          // else can run.
+          if (settled.mode === 'async') {
+            units.push(settled.step);
+            break;
+          }
           // The step waits for work elsewhere (a fan-out map's elements), which resumes the run: no job now.
           handoff = handoff ?? { mode: { mode: settled.mode, step: settled.step.name }, delayMs: -1 };
           break;
@@ -376,7 +441,10 @@ export class RunExecution extends RunScope implements NestedExecution {
       // A sequential pass ends at the first terminal outcome.
       if (sequential && (failures.length > 0 || halt || handoff)) wave = [];
     }
-    if (paused.length > 0 && failures.length === 0 && !halt && !handoff) {
+    // Units finish on their own: the run waits for them before it pauses at an interrupt.
+    if (units.length > 0 && failures.length === 0 && !halt && !handoff) {
+      handoff = { mode: { mode: 'async', step: units[0].name }, delayMs: -1 };
+    } else if (paused.length > 0 && failures.length === 0 && !halt && !handoff) {
       handoff = { mode: { mode: 'interrupt', step: paused[0].name }, delayMs: -1 };
     }
     if (cancel !== undefined) return { failures, halt, handoff, last, cancel };

@@ -12,7 +12,8 @@ const DEFAULT_INTERRUPT_RETENTION_MS = 24 * 60 * 60 * 1000;
 import type { JobKind } from '../ports/job-dispatcher.port';
 import type { MapStore } from '../ports/map-store.port';
 import type { NestedExecution } from '../map/map-host';
-import type { ChildSaving, InterruptHost, StepScope } from '../steps/step-kind';
+import type { AsyncUnitHost, ChildSaving, InterruptHost, StepScope } from '../steps/step-kind';
+import { stepKindOf } from '../steps';
 import { isTerminal } from '../model/run-state';
 import type { ExecutionEnv, Saver } from './execution-env';
 
@@ -142,12 +143,31 @@ export abstract class RunScope implements StepScope {
     return applyOps(raw, source.ops);
   }
 
-  /** A step's stored result; a map step's marker becomes its results object, nothing else does. */
+  /**
+   * A step's stored result as readers get it: a map step's marker becomes its results object, an
+   * async unit's outcome its value (or `Failure`); nothing else is read differently.
+   */
   private resultOf(step: string): unknown {
     const value = this.state.results[step];
-    return storesMapMarker(this.def.stepsByName.get(step), this.definitionOf)
-      ? hydrateMapValue(value, this.env.maps)
-      : value;
+    const definition = this.def.stepsByName.get(step);
+    if (storesMapMarker(definition, this.definitionOf)) return hydrateMapValue(value, this.env.maps);
+    const read = definition ? stepKindOf(definition).readValue : undefined;
+    return read ? read(value) : value;
+  }
+
+  /** Async units' runs (see {@link AsyncUnitHost}); needs a way to queue them. */
+  get units(): AsyncUnitHost | undefined {
+    const { storage, enqueueResume, mode } = this.env;
+    if (!enqueueResume) return undefined;
+    return {
+      store: async (unit) => {
+        await storage.save(unit, { createOnly: true });
+      },
+      queue: (runId, reactorName) => enqueueResume(runId, reactorName, 0),
+      load: (runId) => storage.load(runId),
+      mode,
+      parkTimeoutMs: this.env.asyncParkTimeoutMs ?? 60 * 60 * 1000,
+    };
   }
 
   /** Append `entry` (a fresh object, stamped here) to the run's trace. */

@@ -77,6 +77,13 @@ export interface InterruptRecord {
   applied?: ResumeClaim;
 }
 
+/** Where an async unit's run is, and when it was dispatched. */
+export interface AsyncUnitRef {
+  runId: string;
+  reactorName: string;
+  dispatchedAt: number;
+}
+
 /** The record kept in the run's state for a map step. */
 export interface MapRecord {
   mapId: string;
@@ -144,7 +151,11 @@ export interface RunState {
     failures: RollbackFailure[];
   };
   /** Where a background run resumes: set by hand-offs, retries that re-enqueue, and fan-out maps. */
-  handoff?: { mode: 'all' | 'after' | 'before' | 'map' | 'interrupt'; step?: string };
+  handoff?: { mode: 'all' | 'after' | 'before' | 'map' | 'interrupt' | 'async'; step?: string };
+  /** Async units this run dispatched (`asyncStep`, `asyncReactor`), by step name: each is a run of its own. */
+  asyncUnits?: Record<string, AsyncUnitRef>;
+  /** Set on the run of an async unit: the run (and step) that dispatched it, resumed when it finishes. */
+  asyncParent?: { runId: string; reactorName: string; step: string };
   /** Interrupts this run (not its children) reached, by step name. */
   interrupts?: Record<string, InterruptRecord>;
   /** Map steps: where their elements and records are. */

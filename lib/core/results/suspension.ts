@@ -1,7 +1,7 @@
 import type { RunState } from '../model/run-state';
 
 /** Where a parked run waits: a fan-out map's elements (or their rollbacks), or an interrupt's answer. */
-export type SuspensionMode = Extract<NonNullable<RunState['handoff']>['mode'], 'map' | 'interrupt'>;
+export type SuspensionMode = Extract<NonNullable<RunState['handoff']>['mode'], 'map' | 'interrupt' | 'async'>;
 
 /**
  * Returned by a step that waits for work outside this execution (a fan-out map's elements, or a

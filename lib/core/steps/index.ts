@@ -5,6 +5,7 @@
 import type { HandlerSpecs, StepDefinition } from '../definition/definition';
 import { composeStep } from './compose.step';
 import { handlerStep } from './handler.step';
+import { asyncStep } from './async.step';
 import { interruptStep } from './interrupt.step';
 import { mapStep } from './map.step';
 import type { StepKind } from './step-kind';
@@ -15,6 +16,7 @@ const STEP_KINDS: { readonly [K in keyof HandlerSpecs]: StepKind<HandlerSpecs[K]
   compose: composeStep,
   map: mapStep,
   interrupt: interruptStep,
+  async: asyncStep,
 };
 
 /** The kind that runs `step`. */
@@ -23,6 +25,7 @@ export function stepKindOf(step: StepDefinition): StepKind {
 }
 
 export type {
+  AsyncUnitHost,
   ChildSaving,
   InterruptHost,
   LinkedReactor,

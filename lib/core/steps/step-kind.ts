@@ -29,6 +29,22 @@ export interface StepScope extends MapHost {
   child(def: ReactorDefinition, state: RunState, saving: ChildSaving): NestedExecution;
   /** Resume claims and correlation ids of the top-level run, when the engine has an interrupt store. */
   readonly interrupts?: InterruptHost;
+  /** Storing, queueing and reading async units' runs, when the engine can dispatch jobs. */
+  readonly units?: AsyncUnitHost;
+}
+
+/** What an async unit step may do with its unit's run. */
+export interface AsyncUnitHost {
+  /** Store the unit's run, created once (an existing one is kept: a re-dispatch re-attaches). */
+  store(unit: RunState): Promise<void>;
+  /** Queue the unit's run for a worker. */
+  queue(runId: string, reactorName: string): Promise<void>;
+  /** The unit's run as stored. */
+  load(runId: string): Promise<RunState | undefined>;
+  /** Where this execution runs: a worker gives up on a unit after {@link parkTimeoutMs}. */
+  readonly mode: 'caller' | 'worker';
+  /** How long a worker waits for a unit (from its dispatch) before the step fails. */
+  readonly parkTimeoutMs: number;
 }
 
 /** What an interrupt may do in storage, on behalf of the top-level run. */
@@ -79,6 +95,10 @@ export interface StepKind<S extends HandlerSpec = HandlerSpec> {
   adopting?(scope: StepScope, step: StepOf<S>): boolean;
   /** What the trace says of a step re-entered to adopt its work. @default 'adopting the map results' */
   adoptingDetail?: string;
+  /** The step never goes on the run's undo stack (an async unit is never undone with its run). */
+  offUndoStack?: true;
+  /** The value readers get from what the step stored as its result (an async unit's outcome). */
+  readValue?(stored: unknown): unknown;
   /**
    * Clean up after the step's own body failed. Absent: nothing to compensate and nothing is
    * reported (a composed child has already rolled itself back).

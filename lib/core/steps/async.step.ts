@@ -1,0 +1,167 @@
+/**
+ * Async units (`asyncStep`, `asyncReactor`): a run of their own, dispatched to its own job while
+ * this run goes on. The first invocation stores the unit's run (inputs validated here: invalid ones
+ * fail this step), records it in this run (`asyncUnits`), checkpoints, then queues it; the step
+ * then waits (`Suspended('async')`), which stops only the steps that read it. Invoked again (the
+ * run re-entered: a reader is waiting, or after a recovery), it re-attaches to the unit, never
+ * dispatches it again, and settles with what the unit ended with: its value, or its failure (or
+ * halt), which readers receive as a `Failure` (`Halt`) object. A unit is never undone with the run.
+ */
+import type { HandlerSpecs } from '../definition/definition';
+import { redactedArgNames } from '../definition/redaction';
+import { InputValidationError } from '../errors/input-validation.error';
+import { AsyncWaitTimeoutError } from '../errors/interrupt.error';
+import { ReactorError } from '../errors/reactor.error';
+import { runFailure, type RunFailure } from '../model/failure';
+import { childRunId } from '../model/keys';
+import { isTerminal, newRunState, type RunState } from '../model/run-state';
+import { Failure, Halt, Success } from '../results/step-outcome';
+import { Suspended } from '../results/suspension';
+import { describeFieldErrors, validateReactorInputs } from '../validation/validate';
+import type { StepKind } from './step-kind';
+
+type AsyncSpec = HandlerSpecs['async'];
+
+/** How an async unit's outcome is stored as the step's result (decided by the step's kind, so never forged). */
+export type AsyncUnitResult =
+  | { ok: true; value: unknown }
+  | { ok: false; failure: RunFailure }
+  | { ok: false; halt: { reason: string; details?: unknown } };
+
+/** The kind of `asyncStep` and `asyncReactor` steps. */
+export const asyncStep: StepKind<AsyncSpec> = {
+  async invoke(scope, step, args) {
+    const host = scope.units;
+    if (!host) {
+      return new Failure(
+        new ReactorError(
+          'CONFIGURATION_INVALID',
+          `Reactor '${scope.def.name}': async unit '${step.name}' needs a job dispatcher (the embedded or Redis runtime).`,
+        ),
+        { retryable: false },
+      );
+    }
+    const units = (scope.state.asyncUnits ??= {});
+    const ref = units[step.name];
+    if (!ref) {
+      const def = scope.definition(step.handler.reactorName);
+      const { inputs, errors } = await validateReactorInputs(def.inputs, args);
+      if (Object.keys(errors).length > 0) {
+        const error = new InputValidationError(
+          `Reactor '${def.name}' (async unit '${step.name}' of '${scope.def.name}'): input validation failed: ${describeFieldErrors(errors)}`,
+          errors,
+          def.name,
+        );
+        return new Failure(error, { retryable: false });
+      }
+      const now = scope.now();
+      const unit = newRunState(def, childRunId(scope.state.runId, step.name), inputs, now, {
+        redactedInputs: redactedArgNames(step, scope.state.redactedInputs).filter((name) => name in inputs),
+        encryptInputs: scope.state.encryptInputs,
+      });
+      unit.asyncParent = { runId: scope.owner.runId, reactorName: scope.owner.reactorName, step: step.name };
+      units[step.name] = { runId: unit.runId, reactorName: def.name, dispatchedAt: now };
+      // The unit's run is stored, then this run's record of it, then the job is queued: a crash
+      // anywhere re-attaches (the sweeper carries a stored unit on), never dispatches twice.
+      await host.store(unit);
+      await scope.save();
+      await host.queue(unit.runId, def.name);
+      scope.trace({ type: 'handoff', step: step.name, detail: `async unit ${unit.runId}` });
+      return new Suspended('async');
+    }
+    const unit = await host.load(ref.runId);
+    if (!unit) {
+      return new Success({
+        ok: false,
+        failure: runFailure({
+          message: `Async unit '${step.name}' (run '${ref.runId}') is no longer in storage (its retention passed).`,
+          code: 'RUN_NOT_FOUND',
+          reactorName: ref.reactorName,
+        }),
+      } satisfies AsyncUnitResult);
+    }
+    if (isTerminal(unit.status)) return new Success(resultOf(unit));
+    const waited = scope.now() - ref.dispatchedAt;
+    if (host.mode === 'worker' && waited >= host.parkTimeoutMs) {
+      return new Failure(new AsyncWaitTimeoutError(scope.state.runId, step.name, ref.runId, waited), {
+        retryable: false,
+      });
+    }
+    return new Suspended('async');
+  },
+
+  adopting(scope, step) {
+    return scope.state.asyncUnits?.[step.name] !== undefined;
+  },
+
+  adoptingDetail: 'reading the async unit',
+
+  offUndoStack: true,
+
+  async undo() {
+    return { failures: [], detail: 'an async unit is never undone with its parent' };
+  },
+
+  hasUndoWork() {
+    return false;
+  },
+
+  innerDefinitions(step) {
+    return step.handler.inlineUnit ? [step.handler.inlineUnit] : [];
+  },
+
+  linkedReactors(step) {
+    return [
+      {
+        reactorName: step.handler.reactorName,
+        describe: (name) => `async unit '${name}' runs reactor '${step.handler.reactorName}'`,
+        // A unit whose reactor leads back here would wait for itself.
+        nested: true,
+      },
+    ];
+  },
+
+  readValue(stored) {
+    const result = stored as AsyncUnitResult | undefined;
+    if (!result || typeof result !== 'object') return stored;
+    if (result.ok) return result.value;
+    if ('halt' in result) return new Halt(result.halt.reason, result.halt.details);
+    return new Failure(new AsyncUnitFailedError(result.failure), { retryable: false });
+  },
+};
+
+/** What a reader of a failed async unit gets inside its `Failure`: the unit's failure, as stored. */
+export class AsyncUnitFailedError extends ReactorError {
+  constructor(readonly failure: RunFailure) {
+    super('STEP_FAILED', failure.message);
+  }
+}
+
+function resultOf(unit: RunState): AsyncUnitResult {
+  switch (unit.status) {
+    case 'completed':
+      return { ok: true, value: unit.value };
+    case 'halted':
+      return { ok: false, halt: { reason: unit.halt?.reason ?? 'halted', details: unit.halt?.details } };
+    case 'cancelled':
+      return {
+        ok: false,
+        failure: runFailure({
+          message: `Async unit run '${unit.runId}' was cancelled: ${unit.cancellation?.reason ?? 'cancelled'}`,
+          code: 'STEP_FAILED',
+          reactorName: unit.reactorName,
+        }),
+      };
+    default:
+      return {
+        ok: false,
+        failure:
+          unit.failure ??
+          runFailure({
+            message: `Async unit run '${unit.runId}' failed.`,
+            code: 'STEP_FAILED',
+            reactorName: unit.reactorName,
+          }),
+      };
+  }
+}

@@ -1,0 +1,178 @@
+import { defineReactor, type ReactorBuilder } from '../../lib/core/definition/builder';
+import { Failure, failure, success } from '../../lib/core/results/step-outcome';
+import { createHarness, deferred } from './harness';
+
+describe('async units', () => {
+  it('an async step runs in its own job while the run goes on; its reader waits and gets its value; never undone', async () => {
+    const log: string[] = [];
+    const { engine, dispatcher } = createHarness();
+    const def = defineReactor('async-basic', (r: ReactorBuilder<{ n: number }>) => {
+      const n = r.input('n', { type: 'number' });
+      const slow = r.asyncStep('score', ({ n: x }: { n: number }) => (log.push('run:score'), success(x * 10)), { n });
+      const side = r.step(
+        'side',
+        { run: () => (log.push('run:side'), success('s')), undo: () => void log.push('undo:side') },
+        {},
+      );
+      return r.step(
+        'read',
+        ({ score }: { score: number }) => (log.push(`read:${score}`), success(score + 1)),
+        {
+          score: slow,
+        },
+        { waitFor: [side] } as never,
+      );
+    });
+    engine.register(def);
+    const outcome = await engine.run(def, { n: 4 });
+    await dispatcher.idle();
+    expect(outcome).toMatchObject({ status: 'completed', value: 41 });
+    expect(log.filter((l) => l === 'run:score')).toHaveLength(1);
+    expect(log).toContain('run:side');
+    const view = await engine.get(outcome.runId);
+    expect(view?.asyncUnits.score).toMatchObject({ status: 'completed', value: 40, runId: `${outcome.runId}/score` });
+    // Undo the finished run: its own step is undone, the unit is not (it is not on the undo stack).
+    log.length = 0;
+    await engine.undo(outcome.runId);
+    expect(log).toEqual(['undo:side']);
+  });
+
+  it('a failed unit nobody reads fails nothing; it compensates once, after its last attempt', async () => {
+    const log: string[] = [];
+    const { engine, dispatcher } = createHarness();
+    const def = defineReactor('async-unread', (r: ReactorBuilder<{ n: number }>) => {
+      r.asyncStep(
+        'notify',
+        {
+          run: () => (log.push('run:notify'), failure(new Error('smtp down'))),
+          compensate: () => void log.push('compensate:notify'),
+        },
+        {},
+        { retries: { maxAttempts: 3, baseDelayMs: 10 } },
+      );
+      return r.step('main', () => success('done'), {});
+    });
+    engine.register(def);
+    const outcome = await engine.run(def, { n: 1 });
+    expect(outcome).toMatchObject({ status: 'completed' });
+    await dispatcher.idle();
+    expect(log).toEqual(['run:notify', 'run:notify', 'run:notify', 'compensate:notify']);
+    const view = await engine.get(outcome.runId);
+    expect(view?.asyncUnits.notify).toMatchObject({ status: 'failed', failure: { errorMessage: 'smtp down' } });
+  });
+
+  it("a reader gets the unit's Failure and decides: failing rolls back the run's own steps, not the unit", async () => {
+    const log: string[] = [];
+    const { engine, dispatcher } = createHarness();
+    const def = defineReactor('async-read-failure', (r: ReactorBuilder<{ n: number }>) => {
+      const first = r.step(
+        'first',
+        { run: () => (log.push('run:first'), success(1)), undo: () => void log.push('undo:first') },
+        {},
+      );
+      const check = r.asyncStep('check', () => failure(new Error('fraud suspected'), { retryable: false }), {});
+      return r.step(
+        'decide',
+        ({ result }: { result: unknown }) => {
+          if (result instanceof Failure)
+            return failure(new Error(`check failed: ${String((result.error as Error).message)}`));
+          return success('ok');
+        },
+        { result: check },
+        { waitFor: [first] },
+      );
+    });
+    engine.register(def);
+    const outcome = await engine.run(def, { n: 1 });
+    await dispatcher.idle();
+    expect(outcome).toMatchObject({
+      status: 'failed',
+      failure: { stepName: 'decide', message: expect.stringMatching(/check failed: .*fraud suspected/) },
+    });
+    expect(log).toEqual(['run:first', 'undo:first']);
+  });
+
+  it('an async reactor is a run of its own; readers get its value; recovery re-attaches, never re-dispatches', async () => {
+    const log: string[] = [];
+    const { engine, dispatcher, storage } = createHarness();
+    const gate = deferred();
+    const child = defineReactor('async-child', (r: ReactorBuilder<{ sku: string }>) =>
+      r.step(
+        'reserve',
+        async ({ sku }: { sku: string }) => (log.push(`reserve:${sku}`), await gate.promise, success(`R-${sku}`)),
+        { sku: r.input('sku', { type: 'string' }) },
+      ),
+    );
+    engine.register(child);
+    const parent = defineReactor(
+      'async-parent',
+      (r: ReactorBuilder<{ sku: string }>) => {
+        const reserved = r.asyncReactor('reserve', child, { sku: r.input('sku', { type: 'string' }) });
+        return r.step('ship', ({ id }: { id: string }) => success(`shipped ${id}`), { id: reserved });
+      },
+      { background: { all: true } },
+    );
+    engine.register(parent);
+    const started = await engine.start(parent, { sku: 'book' });
+    // The parent parks on its unit in the worker; its resume jobs re-attach to the running child.
+    await engine.recoverStalled({ graceMs: 0 });
+    gate.resolve();
+    const outcome = await engine.wait(started.runId, { timeoutMs: 60_000 });
+    await dispatcher.idle();
+    expect(outcome).toMatchObject({ status: 'completed', value: 'shipped R-book' });
+    expect(log).toEqual(['reserve:book']);
+    const unit = await storage.load(`${started.runId}/reserve`);
+    expect(unit).toMatchObject({
+      status: 'completed',
+      reactorName: 'async-child',
+      asyncParent: { runId: started.runId },
+    });
+  });
+
+  it('a caller blocks for a unit at most asyncWaitTimeoutMs, then the run goes on in a worker', async () => {
+    const { engine, dispatcher } = createHarness({ asyncWaitTimeoutMs: 5_000 });
+    const gate = deferred();
+    const def = defineReactor('async-caller-timeout', (r: ReactorBuilder<{ n: number }>) => {
+      const slow = r.asyncStep('slow', async () => (await gate.promise, success(7)), {});
+      return r.step('read', ({ v }: { v: number }) => success(v * 2), { v: slow });
+    });
+    engine.register(def);
+    const outcome = await engine.run(def, { n: 1 });
+    expect(outcome.status).toBe('dispatched');
+    gate.resolve();
+    expect(await engine.wait(outcome.runId, { timeoutMs: 600_000 })).toMatchObject({ status: 'completed', value: 14 });
+    await dispatcher.idle();
+  });
+
+  it('a worker waits for a unit at most asyncParkTimeoutMs from its dispatch: then the reading step fails', async () => {
+    const { engine, dispatcher } = createHarness({ asyncParkTimeoutMs: 10_000 });
+    const gate = deferred();
+    const def = defineReactor(
+      'async-park-timeout',
+      (r: ReactorBuilder<{ n: number }>) => {
+        const stuck = r.asyncStep('stuck', async () => (await gate.promise, success(1)), {});
+        return r.step('read', ({ v }: { v: number }) => success(v), { v: stuck });
+      },
+      { background: { all: true } },
+    );
+    engine.register(def);
+    const started = await engine.start(def, { n: 1 });
+    const outcome = await engine.wait(started.runId, { timeoutMs: 600_000 });
+    expect(outcome).toMatchObject({ status: 'failed', failure: { code: 'ASYNC_WAIT_TIMEOUT', stepName: 'stuck' } });
+    gate.resolve();
+    await dispatcher.idle();
+  });
+
+  it('refuses at definition: undo on an async step, returning an async unit, a unit whose reactor leads back', () => {
+    expect(() =>
+      defineReactor('async-bad-1', (r) => r.asyncStep('x', { run: () => success(1), undo: () => undefined }, {})),
+    ).toThrow(/async step 'x': undo is not allowed/);
+    expect(() => defineReactor('async-bad-2', (r) => r.asyncStep('x', () => success(1), {}))).toThrow(
+      /returned ref reads async unit 'x' directly/,
+    );
+    const { engine } = createHarness();
+    engine.register(defineReactor('loop-a', (r) => void r.asyncReactor('b', 'loop-b', {})));
+    engine.register(defineReactor('loop-b', (r) => void r.asyncReactor('a', 'loop-a', {})));
+    expect(() => engine.validate()).toThrow(/cycle: loop-a -> loop-b -> loop-a/);
+  });
+});
