@@ -100,7 +100,7 @@ export type {
 } from './core';
 export type { RunStatus, TraceEntry } from './core';
 export type { RunView, RunOptions, UndoOptions, ListQuery, RunList, RunSummary } from './core';
-export type { ContinueOptions, ContinueResult, ResumeClaim, InterruptRecord } from './core';
+export type { ContinueOptions, ContinueResult, ResumeClaim, InterruptRecord, AsyncUnitView } from './core';
 
 // Middleware
 export type { ReactorMiddleware, ReactorEvent, ReactorEventType } from './core';
@@ -130,6 +130,8 @@ export {
   UnknownCorrelationIdError,
   CorrelationIdTakenError,
   InterruptNotSupportedError,
+  AsyncWaitTimeoutError,
+  AsyncUnitFailedError,
 } from './core';
 export type { ReactorErrorCode, FieldErrors, SerializedError } from './core';
 

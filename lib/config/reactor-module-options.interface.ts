@@ -120,6 +120,16 @@ export interface ReactorModuleOptions {
    * `contextTtlMs`. @default 3600000 (1 h)
    */
   earlyResumeTtlMs?: number;
+  /**
+   * How long `run` blocks for the async units (`asyncStep`, `asyncReactor`) its run waits on before
+   * the run goes on in a worker (`dispatched`). @default 30000
+   */
+  asyncWaitTimeoutMs?: number;
+  /**
+   * How long a worker waits for an async unit, from its dispatch, before the step reading it fails
+   * with `ASYNC_WAIT_TIMEOUT` (the run rolls back). @default 3600000 (1 h)
+   */
+  asyncParkTimeoutMs?: number;
 }
 
 /** {@link ReactorModuleOptions} after validation, with every default applied. */
@@ -146,6 +156,8 @@ export interface ResolvedReactorModuleOptions {
   readonly unknownReactorDelayMs: number;
   readonly idempotencyWindowMs: number;
   readonly earlyResumeTtlMs: number;
+  readonly asyncWaitTimeoutMs: number;
+  readonly asyncParkTimeoutMs: number;
 }
 
 /**

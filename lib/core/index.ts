@@ -27,3 +27,4 @@ export * from './results/run-outcome';
 export * from './results/step-outcome';
 export * from './results/step-signal';
 export * from './definition/interrupt-spec';
+export { AsyncUnitFailedError } from './steps/async.step';

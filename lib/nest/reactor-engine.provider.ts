@@ -46,6 +46,8 @@ export function createReactorEngine(
     interrupts: runtime.interrupts,
     interruptRetentionMs: options.contextTtlMs,
     earlyResumeTtlMs: options.earlyResumeTtlMs,
+    asyncWaitTimeoutMs: options.asyncWaitTimeoutMs,
+    asyncParkTimeoutMs: options.asyncParkTimeoutMs,
     dispatcher,
     clock,
     resolver: registry,

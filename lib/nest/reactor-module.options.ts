@@ -60,6 +60,8 @@ const KNOWN_OPTIONS: ReadonlyArray<keyof ReactorModuleOptions> = [
   'unknownReactorDelayMs',
   'idempotencyWindowMs',
   'earlyResumeTtlMs',
+  'asyncWaitTimeoutMs',
+  'asyncParkTimeoutMs',
 ];
 
 /**
@@ -117,6 +119,18 @@ export function resolveReactorModuleOptions(raw: ReactorModuleOptions | undefine
     unknownReactorDelayMs: integer('unknownReactorDelayMs', options.unknownReactorDelayMs, d.unknownReactorDelayMs, 0),
     idempotencyWindowMs,
     earlyResumeTtlMs,
+    asyncWaitTimeoutMs: integer(
+      'asyncWaitTimeoutMs',
+      options.asyncWaitTimeoutMs,
+      ENGINE_DEFAULTS.asyncWaitTimeoutMs,
+      0,
+    ),
+    asyncParkTimeoutMs: integer(
+      'asyncParkTimeoutMs',
+      options.asyncParkTimeoutMs,
+      ENGINE_DEFAULTS.asyncParkTimeoutMs,
+      1,
+    ),
   });
 }
 

@@ -163,6 +163,24 @@ describe('async units', () => {
     await dispatcher.idle();
   });
 
+  it('an interrupt inside an async unit fails the unit (INTERRUPT_NOT_SUPPORTED): nobody could resume it', async () => {
+    const { engine, dispatcher } = createHarness();
+    const asking = defineReactor('async-asking', (r: ReactorBuilder<{ n: number }>) => r.interrupt<string>('ask'));
+    engine.register(asking);
+    const def = defineReactor('async-asks', (r: ReactorBuilder<{ n: number }>) => {
+      const answer = r.asyncReactor('ask', asking, { n: r.input('n', { type: 'number' }) });
+      return r.step('read', ({ a }: { a: unknown }) => success(a instanceof Failure ? 'unit failed' : 'answered'), {
+        a: answer,
+      });
+    });
+    engine.register(def);
+    const outcome = await engine.run(def, { n: 1 });
+    await dispatcher.idle();
+    expect(outcome).toMatchObject({ status: 'completed', value: 'unit failed' });
+    const view = await engine.get(outcome.runId);
+    expect(view?.asyncUnits.ask).toMatchObject({ status: 'failed', failure: { code: 'INTERRUPT_NOT_SUPPORTED' } });
+  });
+
   it('refuses at definition: undo on an async step, returning an async unit, a unit whose reactor leads back', () => {
     expect(() =>
       defineReactor('async-bad-1', (r) => r.asyncStep('x', { run: () => success(1), undo: () => undefined }, {})),

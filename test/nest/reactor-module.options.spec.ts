@@ -150,6 +150,8 @@ describe('ReactorModule options', () => {
       unknownReactorDelayMs: 20_000,
       idempotencyWindowMs: 86_400_000,
       earlyResumeTtlMs: 3_600_000,
+      asyncWaitTimeoutMs: 30_000,
+      asyncParkTimeoutMs: 3_600_000,
     });
     // The idempotency window follows contextTtlMs, and may not outlive it.
     expect(resolveReactorModuleOptions({ contextTtlMs: 5_000 }).idempotencyWindowMs).toBe(5_000);

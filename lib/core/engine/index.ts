@@ -3,6 +3,6 @@ export type { ListQuery, RunList } from './run-list';
 export { ENGINE_DEFAULTS } from './engine-options';
 export type { EngineLogger, ReactorEngineOptions, RunOptions } from './engine-options';
 export type { RecoveryOptions } from './recovery';
-export type { RunView } from './run-view';
+export type { AsyncUnitView, RunView } from './run-view';
 export type { UndoOptions } from './run-control';
 export type { ContinueOptions, ContinueResult } from './resumes';

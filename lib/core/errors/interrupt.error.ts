@@ -118,13 +118,13 @@ export class CorrelationIdTakenError extends ReactorError {
   }
 }
 
-/** An interrupt inside a map element (an element cannot pause: it has no run of its own to resume). */
+/** An interrupt inside a map element or an async unit (neither has a run a client can resume). */
 export class InterruptNotSupportedError extends ReactorError {
   constructor(reactorName: string, step: string) {
     super(
       'INTERRUPT_NOT_SUPPORTED',
-      `Reactor '${reactorName}': interrupt '${step}' is not supported inside a map element. ` +
-        'Pause the run that maps instead, before or after the map.',
+      `Reactor '${reactorName}': interrupt '${step}' is not supported inside a map element or an async unit. ` +
+        'Pause the run that maps or dispatches it instead.',
     );
   }
 }
