@@ -220,9 +220,11 @@ describe('interrupts', () => {
     const held = (await locks.acquire(runLeaseKey(paused.runId), 60_000))!;
     const resumed = await engine.continue(paused.runId, 'approve', approve);
     expect(resumed).toMatchObject({ accepted: 'deferred', reason: 'busy' });
+    // `wait` right after a deferred resume waits for it: the stored pause is stale.
+    const waiting = engine.wait(paused.runId, { timeoutMs: 600_000 });
     await locks.release(held);
     await dispatcher.idle();
-    expect(await engine.wait(paused.runId)).toMatchObject({ status: 'completed', value: 'charged 42' });
+    expect(await waiting).toMatchObject({ status: 'completed', value: 'charged 42' });
   });
 
   it('an active timeout fires with nobody calling: the run fails with INTERRUPT_TIMED_OUT and rolls back', async () => {

@@ -83,6 +83,7 @@ export class ReactorEngine {
     const executions = new Executions(parts, this.registry, dispatch, leases, this.waiters, this.viewer);
     this.resumes = new Resumes(parts, this.registry, leases, executions, dispatch);
     executions.afterPause = (state) => this.resumes.afterPause(state);
+    this.waiters.pendingResume = (state) => this.resumes.due(state);
     this.starter = new RunStarter(parts, this.registry, dispatch, leases, executions, this.waiters, options.newRunId);
     this.runJobs = new RunJobs(
       parts.storage,

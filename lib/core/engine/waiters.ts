@@ -7,6 +7,11 @@ import { ENGINE_DEFAULTS } from './engine-options';
 /** Callers waiting for runs to finish: woken at once by runs finishing in this process, else polling. */
 export class Waiters {
   private readonly waiting = new Map<string, Set<() => void>>();
+  /**
+   * Whether a paused run has an answer waiting to be applied (a resume deferred to a worker): such
+   * a run is not settled yet, so `wait` right after `continue` does not return the stale pause.
+   */
+  pendingResume?: (state: RunState) => Promise<boolean>;
 
   constructor(
     private readonly storage: ReactorStorage,
@@ -22,13 +27,15 @@ export class Waiters {
     options: { timeoutMs?: number; pollMs?: number; settled?: (state: RunState) => boolean } = {},
   ): Promise<RunState> {
     const settled = options.settled ?? ((state: RunState) => isTerminal(state.status) || state.status === 'paused');
+    const pending = async (state: RunState): Promise<boolean> =>
+      state.status === 'paused' && options.settled === undefined && ((await this.pendingResume?.(state)) ?? false);
     const timeoutMs = options.timeoutMs ?? ENGINE_DEFAULTS.waitTimeoutMs;
     const pollMs = options.pollMs ?? ENGINE_DEFAULTS.waitPollMs;
     const deadline = this.clock.now() + timeoutMs;
     for (;;) {
       const state = await this.storage.load(runId);
       if (!state) throw new RunNotFoundError(runId);
-      if (settled(state)) return state;
+      if (settled(state) && !(await pending(state))) return state;
       const left = deadline - this.clock.now();
       if (left <= 0) throw new WaitTimeoutError(runId, timeoutMs);
       await this.sleepOrWake(runId, Math.min(pollMs, left));
