@@ -188,6 +188,13 @@ describe('async units', () => {
     expect(() => defineReactor('async-bad-2', (r) => r.asyncStep('x', () => success(1), {}))).toThrow(
       /returned ref reads async unit 'x' directly/,
     );
+    // A unit that waits for its own reader.
+    expect(() =>
+      defineReactor('async-bad-3', (r) => {
+        const unit = r.asyncStep('unit', () => success(1), {}, { waitFor: ['reader'] });
+        r.step('reader', ({ v }: { v: number }) => success(v), { v: unit });
+      }),
+    ).toThrow(/dependency cycle: (unit -> reader -> unit|reader -> unit -> reader)/);
     const { engine } = createHarness();
     engine.register(defineReactor('loop-a', (r) => void r.asyncReactor('b', 'loop-b', {})));
     engine.register(defineReactor('loop-b', (r) => void r.asyncReactor('a', 'loop-a', {})));
