@@ -1,4 +1,4 @@
-import { Injectable, Scope, type OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable, Scope, type OnModuleInit } from '@nestjs/common';
 import { DiscoveryService } from '@nestjs/core';
 import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper';
 import {
@@ -13,7 +13,7 @@ import {
   DefinitionError,
 } from '../core';
 import { ReactorRegistry } from './reactor.registry';
-import { messages } from '../config';
+import { messages, REACTOR_RUNTIME, type ReactorRuntime } from '../config';
 
 type Class = abstract new (...args: never[]) => unknown;
 
@@ -42,10 +42,21 @@ export class ReactorExplorer implements OnModuleInit {
     private readonly discovery: DiscoveryService,
     private readonly engine: ReactorEngine,
     private readonly registry: ReactorRegistry,
+    @Inject(REACTOR_RUNTIME) private readonly runtime: ReactorRuntime,
   ) {}
 
-  onModuleInit(): void {
-    this.explore();
+  /**
+   * Explore; when that fails, close the runtime before the error reaches `app.init()`: Nest runs no
+   * shutdown hook for an application whose bootstrap failed, and an open Redis connection or
+   * BullMQ queue would keep the process from exiting.
+   */
+  async onModuleInit(): Promise<void> {
+    try {
+      this.explore();
+    } catch (error) {
+      await this.runtime.close().catch(() => undefined);
+      throw error;
+    }
   }
 
   /** Run discovery once (idempotent). */
