@@ -358,3 +358,62 @@ export class ChaosFixturesModule {
     };
   }
 }
+
+/** A link that records its execution (like `chaos-step`) and its undo (in `undone`). */
+@Step('chaos-undoable-step')
+export class ChaosUndoableStep implements StepHandler<{ value: string }, string> {
+  constructor(private readonly probe: ChaosProbe) {}
+  async run({ value }: { value: string }, ctx: StepContext): Promise<StepOutcome<string>> {
+    await this.probe.enter(ctx.runId, ctx.stepName);
+    return success(`${value}>${ctx.stepName}`);
+  }
+  async undo(_result: string, _args: { value: string }, ctx: StepContext): Promise<void> {
+    await this.probe.redis.rpush(this.probe.keys.undone(ctx.runId), ctx.stepName);
+  }
+}
+
+type ApprovalInput = Seed & { orderId: string };
+
+/** The steps of `chaos-approval` and `chaos-approval-timeout`: s1, interrupt `approve`, s2. */
+function approvalChain(r: ReactorBuilder<ApprovalInput>, timeoutMs?: number): Ref<string> {
+  const orderId = r.input('orderId', { type: 'string' });
+  const s1 = r.step('s1', ChaosUndoableStep, { value: r.input('seed', { type: 'string' }) });
+  const answer = r.interrupt<string, { orderId: string }>('approve', {
+    args: { orderId },
+    waitFor: [s1],
+    correlationId: ({ args }) => `order-${args.orderId}`,
+    payload: { type: 'string' },
+    timeoutMs,
+  });
+  return r.step('s2', ChaosUndoableStep, { value: answer });
+}
+
+/** s1, then interrupt `approve` (correlation id `order-<orderId>`, a string payload), then s2 on it; all in a worker. */
+@Reactor('chaos-approval', { background: { all: true } })
+export class ChaosApprovalReactor implements ReactorBlueprint<ApprovalInput> {
+  build(r: ReactorBuilder<ApprovalInput>) {
+    return approvalChain(r);
+  }
+}
+
+/** Timeout of the interrupt of `chaos-approval-timeout` (active: a delayed job enforces it). */
+export const CHAOS_INTERRUPT_TIMEOUT_MS = 6_000;
+
+/** `chaos-approval` whose interrupt times out after {@link CHAOS_INTERRUPT_TIMEOUT_MS} (the run fails, s1 undone). */
+@Reactor('chaos-approval-timeout', { background: { all: true } })
+export class ChaosApprovalTimeoutReactor implements ReactorBlueprint<ApprovalInput> {
+  build(r: ReactorBuilder<ApprovalInput>) {
+    return approvalChain(r, CHAOS_INTERRUPT_TIMEOUT_MS);
+  }
+}
+
+/**
+ * The interrupt fixtures: providers of a module that imports {@link ChaosFixturesModule} (their
+ * step needs its `ChaosProbe`), in the worker app and in producer apps (`createChaosApp`'s
+ * `providers`).
+ */
+export const CHAOS_INTERRUPT_PROVIDERS: Provider[] = [
+  ChaosUndoableStep,
+  ChaosApprovalReactor,
+  ChaosApprovalTimeoutReactor,
+];
