@@ -417,3 +417,20 @@ export const CHAOS_INTERRUPT_PROVIDERS: Provider[] = [
   ChaosApprovalReactor,
   ChaosApprovalTimeoutReactor,
 ];
+
+/**
+ * s1, then async unit `unit` (a `ChaosStep` in its own job, reading s1), then s2 reading the unit.
+ * In the unit's run (`<runId>/unit`) the step is named `unit` too, so `CRASH_AT_STEP=unit` kills the
+ * worker inside the unit's body.
+ */
+@Reactor('chaos-async', { background: { all: true } })
+export class ChaosAsyncReactor implements ReactorBlueprint<Seed> {
+  build(r: ReactorBuilder<Seed>) {
+    const s1 = r.step('s1', ChaosStep, { value: r.input('seed', { type: 'string' }) });
+    const unit = r.asyncStep('unit', ChaosStep, { value: s1 });
+    return r.step('s2', ChaosStep, { value: unit });
+  }
+}
+
+/** Async unit fixtures (registered in the worker app and given to producers). */
+export const CHAOS_ASYNC_PROVIDERS: Provider[] = [ChaosAsyncReactor];

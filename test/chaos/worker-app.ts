@@ -16,7 +16,13 @@ import 'reflect-metadata';
 import { Logger, Module, type DynamicModule } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { ReactorModule } from '../../lib/nest/reactor.module';
-import { CHAOS_INTERRUPT_PROVIDERS, ChaosFixturesModule, ChaosProbe, chaosConfigFromEnv } from './chaos.fixtures';
+import {
+  CHAOS_ASYNC_PROVIDERS,
+  CHAOS_INTERRUPT_PROVIDERS,
+  ChaosFixturesModule,
+  ChaosProbe,
+  chaosConfigFromEnv,
+} from './chaos.fixtures';
 
 @Module({})
 class ChaosWorkerAppModule {}
@@ -46,7 +52,7 @@ async function main(): Promise<void> {
       }),
       ChaosFixturesModule.forRoot(config),
     ],
-    providers: [...CHAOS_INTERRUPT_PROVIDERS],
+    providers: [...CHAOS_INTERRUPT_PROVIDERS, ...CHAOS_ASYNC_PROVIDERS],
   };
   const app = await NestFactory.createApplicationContext(root, {
     logger: ['log', 'warn', 'error'],
