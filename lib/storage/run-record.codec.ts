@@ -18,9 +18,10 @@
  * | `c:<step>`   | a composed child's whole state (JSON)                      | when it changes    |
  * | `m:<step>`   | a map step's record (JSON)                                 | when it changes    |
  *
- * In a run marked `encryptInputs`, the fields that hold inputs in clear (`head`, `inputs`, `u:`, and
- * `c:`/`m:` of children and elements that are marked) are sealed with the adapter's `InputCipher`
- * (see `sealing.ts`); the identity, results, trace and attempts are not.
+ * In a run marked `encryptInputs`, the fields that hold inputs in clear (`inputs`, `u:`, `c:`/`m:`
+ * of children and elements that are marked, and `head` while a rollback keeps the arguments of the
+ * steps it compensates) are sealed with the adapter's `InputCipher` (see `sealing.ts`); the
+ * identity, results, trace and attempts are not.
  *
  * `status`, `terminal` and `broken` sit beside them for the Lua scripts (Redis). A record whose
  * `state` holds the whole run (the format before deltas) is still read; its first checkpoint
@@ -140,7 +141,10 @@ export function encodeDelta(
     seal ? sealer.seal(value, { runId: state.runId, field }) : value;
   const id = sameIdentity(w.identity, state) ? undefined : identity(state);
   if (id) put(HEADER_FIELD, JSON.stringify(id), true);
-  put(PROGRESS, sealed(PROGRESS, progressJson(state, json), sealRun), true);
+  // The progress holds inputs in clear only while a rollback keeps the arguments of the steps it
+  // compensates; otherwise it is sealed for nothing (and it is written on every checkpoint).
+  const sealProgress = sealRun && (state.rollback?.compensate.length ?? 0) > 0;
+  put(PROGRESS, sealed(PROGRESS, progressJson(state, json), sealProgress), true);
   const inputsChanged = w.inputs !== state.inputs;
   if (inputsChanged)
     put(INPUTS, sealed(INPUTS, json(state.inputs, 'the inputs', undefined, state.inputs), sealRun), true);

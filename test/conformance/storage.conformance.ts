@@ -681,6 +681,17 @@ export function describeStorageConformance(name: string, factory: AdapterFactory
         await expect(e.storage.load(state.runId)).resolves.toEqual(loaded);
       });
 
+      it('seals the progress only while a rollback keeps arguments in it (it is written every checkpoint)', async () => {
+        const e = await harnessWith({ inputCipher: testCipher });
+        const { rollback: _rollback, ...rest } = secretRun();
+        const state: RunState = { ...rest, status: 'running' };
+        await e.storage.save(state);
+        const raw = await e.readRaw(state.runId);
+        expect(raw.head).toMatch(/^\{/);
+        expect(fieldsHolding(raw)).toEqual([]);
+        await expect(e.storage.load(state.runId)).resolves.toEqual(state);
+      });
+
       it('stores a run that is not marked in clear, cipher or not', async () => {
         const e = await harnessWith({ inputCipher: testCipher });
         const state = makeRunState({ inputs: { card: SECRET } });

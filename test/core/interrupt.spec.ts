@@ -285,6 +285,17 @@ describe('interrupts', () => {
     });
   });
 
+  it('undo of a paused run undoes its completed steps and cancels it', async () => {
+    const log: string[] = [];
+    const { engine } = createHarness();
+    const def = approval(log);
+    engine.register(def);
+    const paused = await engine.run(def, input);
+    expect(await engine.undo(paused.runId)).toMatchObject({ status: 'cancelled' });
+    expect(log).toEqual(['run:reserve', 'run:notify', 'undo:reserve']);
+    await expect(engine.continue(paused.runId, 'approve', approve)).rejects.toMatchObject({ code: 'RUN_NOT_PAUSED' });
+  });
+
   it('an interrupt inside a composed child pauses the run; it is resumed by path; cancel undoes the child first', async () => {
     const log: string[] = [];
     const { engine } = createHarness();
