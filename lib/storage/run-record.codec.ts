@@ -166,7 +166,9 @@ export function encodeDelta(
   for (let n = keep; n < state.undoStack.length; n++) {
     const entry = state.undoStack[n];
     const value = json([entry.step, entry.args], `the arguments of step '${entry.step}'`, entry.step, entry.args);
-    pushed.push({ entry, bytes: put(UNDO + n, sealed(UNDO + n, value, sealRun), false) });
+    // An entry without arguments (a step with no undo keeps none) holds nothing to seal.
+    const sealEntry = sealRun && Object.keys(entry.args).length > 0;
+    pushed.push({ entry, bytes: put(UNDO + n, sealed(UNDO + n, value, sealEntry), false) });
   }
   for (let n = w.trace; n < state.trace.length; n++) put(TRACE + n, traceJson(state.trace[n]), false);
   const attempts: Array<[string, number]> = [];
