@@ -6,3 +6,4 @@ export * from './step-resolver.port';
 export * from './map-store.port';
 export * from './input-cipher.port';
 export * from './interrupt-store.port';
+export * from './coordination-store.port';
