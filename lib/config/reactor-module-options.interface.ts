@@ -1,5 +1,5 @@
 import type { InjectionToken, ModuleMetadata, OptionalFactoryDependency } from '@nestjs/common';
-import type { ReactorMiddleware, Clock, InputCipher } from '../core';
+import type { ReactorMiddleware, Clock, InputCipher, RateLimits } from '../core';
 
 /** Where the Redis runtime connects: a URL, or a connection the application owns. */
 export type ReactorRedisOptions =
@@ -130,6 +130,17 @@ export interface ReactorModuleOptions {
    * with `ASYNC_WAIT_TIMEOUT` (the run rolls back). @default 3600000 (1 h)
    */
   asyncParkTimeoutMs?: number;
+  /**
+   * Named rate limits, shared by every reactor that names them (`@Reactor(name, { rateLimit:
+   * 'stripe' })`): `{ stripe: { second: 25 }, mailer: [{ windowMs: 10_000, limit: 50 }] }`. A reactor
+   * naming one that is not here fails the boot. @default {}
+   */
+  rateLimits?: Record<string, RateLimits>;
+  /**
+   * How many times a job waits for its run's lock, semaphore or rate limit (snoozed, its retries
+   * not spent) before the run fails with the contention's code. @default 20
+   */
+  lockSnoozeMaxAttempts?: number;
 }
 
 /** {@link ReactorModuleOptions} after validation, with every default applied. */
@@ -158,6 +169,8 @@ export interface ResolvedReactorModuleOptions {
   readonly earlyResumeTtlMs: number;
   readonly asyncWaitTimeoutMs: number;
   readonly asyncParkTimeoutMs: number;
+  readonly rateLimits: Readonly<Record<string, RateLimits>>;
+  readonly lockSnoozeMaxAttempts: number;
 }
 
 /**

@@ -28,3 +28,4 @@ export * from './results/step-outcome';
 export * from './results/step-signal';
 export * from './definition/interrupt-spec';
 export { AsyncUnitFailedError } from './steps/async.step';
+export * from './definition/coordination-spec';

@@ -48,6 +48,8 @@ export function createReactorEngine(
     earlyResumeTtlMs: options.earlyResumeTtlMs,
     asyncWaitTimeoutMs: options.asyncWaitTimeoutMs,
     asyncParkTimeoutMs: options.asyncParkTimeoutMs,
+    rateLimits: options.rateLimits,
+    lockSnoozeMaxAttempts: options.lockSnoozeMaxAttempts,
     dispatcher,
     clock,
     resolver: registry,

@@ -4,7 +4,9 @@ import {
   systemClock,
   type Clock,
   type InputCipher,
+  type RateLimits,
   type ReactorMiddleware,
+  toRateWindows,
 } from '../core';
 import { DEFAULT_MAX_CONTEXT_BYTES } from '../storage/run-state.codec';
 import { DEFAULT_CONTEXT_TTL_MS } from '../storage/redis/redis-reactor.storage';
@@ -62,6 +64,8 @@ const KNOWN_OPTIONS: ReadonlyArray<keyof ReactorModuleOptions> = [
   'earlyResumeTtlMs',
   'asyncWaitTimeoutMs',
   'asyncParkTimeoutMs',
+  'rateLimits',
+  'lockSnoozeMaxAttempts',
 ];
 
 /**
@@ -131,6 +135,13 @@ export function resolveReactorModuleOptions(raw: ReactorModuleOptions | undefine
       ENGINE_DEFAULTS.asyncParkTimeoutMs,
       1,
     ),
+    rateLimits: Object.freeze(resolveRateLimits(options.rateLimits)),
+    lockSnoozeMaxAttempts: integer(
+      'lockSnoozeMaxAttempts',
+      options.lockSnoozeMaxAttempts,
+      ENGINE_DEFAULTS.lockSnoozeMaxAttempts,
+      0,
+    ),
   });
 }
 
@@ -188,6 +199,20 @@ function resolveMiddleware(value: unknown): ReactorMiddleware[] {
     }
   });
   return [...(value as ReactorMiddleware[])];
+}
+
+function resolveRateLimits(value: unknown): Record<string, RateLimits> {
+  if (value === undefined) return {};
+  if (!isPlainObject(value)) {
+    throw invalidOption('rateLimits', 'an object of named limits ({ stripe: { second: 25 } })', value);
+  }
+  const out: Record<string, RateLimits> = {};
+  for (const [name, limits] of Object.entries(value as Record<string, unknown>)) {
+    const windows = toRateWindows(limits as RateLimits);
+    if (typeof windows === 'string') throw invalidOption(`rateLimits.${name}`, windows, limits);
+    out[name] = limits as RateLimits;
+  }
+  return out;
 }
 
 function resolveInputCipher(value: unknown): InputCipher | undefined {

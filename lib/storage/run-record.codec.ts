@@ -488,6 +488,7 @@ function progress(state: RunState): Omit<RunState, Collection | keyof Identity> 
     handoff: state.handoff,
     interrupts: state.interrupts,
     asyncUnits: state.asyncUnits,
+    coordination: state.coordination,
     asyncParent: state.asyncParent,
     retryAt: state.retryAt,
     updatedAt: state.updatedAt,

@@ -152,6 +152,8 @@ describe('ReactorModule options', () => {
       earlyResumeTtlMs: 3_600_000,
       asyncWaitTimeoutMs: 30_000,
       asyncParkTimeoutMs: 3_600_000,
+      rateLimits: {},
+      lockSnoozeMaxAttempts: 20,
     });
     // The idempotency window follows contextTtlMs, and may not outlive it.
     expect(resolveReactorModuleOptions({ contextTtlMs: 5_000 }).idempotencyWindowMs).toBe(5_000);

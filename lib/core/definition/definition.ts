@@ -1,3 +1,10 @@
+import type {
+  CoordinationSpec,
+  LockOptions,
+  PeriodOptions,
+  RateLimitOptions,
+  SemaphoreOptions,
+} from './coordination-spec';
 import type { InterruptSpec } from './interrupt-spec';
 import type { ReactorMiddleware } from '../middleware/events';
 import type { StepContract } from './contract-spec';
@@ -106,6 +113,14 @@ export interface ReactorOptions {
    * @default false
    */
   encryptInputs?: boolean;
+  /** An exclusive lock per key over each run (held while it executes; re-entrant within the run). */
+  lock?: LockOptions;
+  /** At most `limit` runs executing at once per key (each holder leased, so a crash returns its slot). */
+  semaphore?: SemaphoreOptions;
+  /** Runs started per window: a name registered in `ReactorModule.forRoot({ rateLimits })`, or `{ key, limits }`. */
+  rateLimit?: RateLimitOptions;
+  /** Once per UTC minute / hour / day / week / month per key: a second run in the bucket halts with reason `period`. */
+  period?: PeriodOptions;
 }
 
 /** A reactor's middleware: an instance, or a class instantiated per execution. */
@@ -132,6 +147,8 @@ export interface ReactorDefinition<I = unknown, O = unknown> {
   readonly middleware: readonly ReactorMiddlewareEntry[];
   /** Whether runs store their inputs encrypted (see {@link ReactorOptions.encryptInputs}). */
   readonly encryptInputs: boolean;
+  /** Locks, semaphores, rate limits and periods of the reactor's runs. */
+  readonly coordination?: CoordinationSpec;
   /** Stable hash of the definition's shape; stored with each run. */
   readonly hash: string;
   /** @internal phantom types. */

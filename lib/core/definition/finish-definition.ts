@@ -1,3 +1,4 @@
+import { toCoordinationSpec } from './coordination-spec';
 import { createHash } from 'node:crypto';
 import { DefinitionError } from '../errors/definition.error';
 import { findCycle } from '../graph/dependency-graph';
@@ -120,6 +121,9 @@ export function finishDefinition<I, O>(
     fail(`encryptInputs must be true or false (got ${JSON.stringify(options.encryptInputs)})`);
   }
 
+  const coordination = toCoordinationSpec(options);
+  if (typeof coordination === 'string') fail(coordination);
+
   const inputs = [...inputDefs.values()];
   const hash = definitionHash(reactorName, inputs, steps, returns, options.background);
   return Object.freeze({
@@ -134,6 +138,7 @@ export function finishDefinition<I, O>(
     version: String(options.version ?? '1'),
     middleware: Object.freeze([...middleware]),
     encryptInputs: options.encryptInputs === true,
+    ...(coordination ? { coordination } : {}),
     hash,
   });
 }

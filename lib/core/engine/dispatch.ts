@@ -35,6 +35,17 @@ export class Dispatch {
     await this.one({ ...job, snoozes: (job.snoozes ?? 0) + 1 }, this.snoozeDelayMs + jitter);
   }
 
+  /**
+   * Re-enqueue a job whose run waits for its lock, semaphore or rate limit: after `retryAfterMs`
+   * (a rate limit's exact wait) or the snooze delay plus jitter (a lock or semaphore), counted in
+   * the job's `contentions` (the run's retries are not spent).
+   */
+  async contend(job: ReactorJob, retryAfterMs: number | undefined): Promise<void> {
+    const jitter = Math.floor(Math.random() * this.snoozeJitterMs);
+    const delayMs = retryAfterMs !== undefined ? retryAfterMs + Math.floor(jitter / 10) : this.snoozeDelayMs + jitter;
+    await this.one({ ...job, contentions: (job.contentions ?? 0) + 1 }, delayMs);
+  }
+
   /** Enqueue many jobs at once (map elements), in one call where the dispatcher can. */
   async many(jobs: ReactorJob[], delayMs?: number): Promise<void> {
     const dispatcher = this.require(jobs[0]?.reactorName ?? '(map)');

@@ -1,6 +1,8 @@
 import type { MiddlewareRunner } from '../middleware/middleware-runner';
 import type { ReactorMiddleware } from '../middleware/events';
 import type { Clock } from '../ports/clock.port';
+import type { RateLimits } from '../definition/coordination-spec';
+import type { CoordinationStore } from '../ports/coordination-store.port';
 import type { InterruptStore } from '../ports/interrupt-store.port';
 import type { JobDispatcher } from '../ports/job-dispatcher.port';
 import type { LockManager } from '../ports/lock-manager.port';
@@ -44,6 +46,8 @@ export const ENGINE_DEFAULTS = {
   asyncWaitTimeoutMs: 30_000,
   /** How long a worker waits for an async unit (from its dispatch) before the reading step fails. */
   asyncParkTimeoutMs: 60 * 60 * 1000,
+  /** How many times a job waits for its run's lock, semaphore or rate limit before the run fails. */
+  lockSnoozeMaxAttempts: 20,
 } as const;
 
 /** Options of {@link ReactorEngine}. */
@@ -64,6 +68,12 @@ export interface ReactorEngineOptions {
   asyncWaitTimeoutMs?: number;
   /** How long a worker waits for an async unit (from its dispatch) before the reading step fails. @default 1 h */
   asyncParkTimeoutMs?: number;
+  /** Locks, semaphores, rate limits and periods; without it, a reactor declaring one is refused. */
+  coordination?: CoordinationStore;
+  /** Named rate limits (`@Reactor(name, { rateLimit: 'stripe' })`): one bucket per name. */
+  rateLimits?: Readonly<Record<string, RateLimits>>;
+  /** How many times a job waits for its run's lock, semaphore or rate limit before the run fails. @default 20 */
+  lockSnoozeMaxAttempts?: number;
   /** @default systemClock */
   clock?: Clock;
   /** @default constructs each step class once */

@@ -6,6 +6,7 @@ import type { RunFailure } from '../model/failure';
 import { isTerminal, type RunState } from '../model/run-state';
 import type { Lease } from '../ports/lock-manager.port';
 import { outcomeOf, type RunOutcome } from '../results/run-outcome';
+import type { Coordination, Holding } from './coordination';
 import type { Dispatch } from './dispatch';
 import type { EngineParts } from './engine-options';
 import type { LeaseKeeper } from './lease-keeper';
@@ -74,17 +75,36 @@ export class Executions {
     }
   }
 
-  /** Execute a run whose lease is held; the lease is released by the final save or here. */
+  /** The reactors' locks, semaphores, rate limits and periods, taken around each execution. */
+  coordination?: Coordination;
+
+  /**
+   * Execute a run whose lease is held; the lease is released by the final save or here. The
+   * reactor's coordination is taken first (unless the caller took it: `holding`) and given back when
+   * the execution ends.
+   * @throws CoordinationContendedError when its lock, semaphore or rate limit is contended (the
+   *   lease is released; the run is as it was).
+   */
   async execute(
     def: ReactorDefinition,
     state: RunState,
     lease: Lease,
     mode: 'caller' | 'worker',
     resumed: boolean,
+    holding?: Holding,
   ): Promise<RunOutcome> {
     const held = this.leases.keep(lease);
     let released = false;
+    let entered: Holding | undefined = holding;
     try {
+      if (!entered && def.coordination && this.coordination) {
+        const taken = await this.coordination.enter(def, state);
+        if (taken && 'periodTaken' in taken) {
+          released = true;
+          return await this.haltForPeriod(def, state, lease, taken.periodTaken);
+        }
+        entered = taken;
+      }
       const env = this.env(mode, lease, { runId: state.runId, reactorName: def.name });
       const { maxContextBytes, storage } = this.parts;
       if (maxContextBytes !== undefined) {
@@ -117,7 +137,25 @@ export class Executions {
       throw error;
     } finally {
       held.stop();
+      if (entered) await entered.leave(state);
       if (!released && !held.lost) await this.leases.releaseQuietly(lease);
     }
+  }
+
+  /** A run whose period bucket is used: it halts (reason `period`) before any step, nothing rolled back. */
+  async haltForPeriod(
+    def: ReactorDefinition,
+    state: RunState,
+    lease: Lease | undefined,
+    period: { key: string; bucket: string },
+  ): Promise<RunOutcome> {
+    const now = this.parts.clock.now();
+    delete state.handoff;
+    state.status = 'halted';
+    state.halt = { step: '(period)', reason: 'period', details: period };
+    state.finishedAt = state.updatedAt = now;
+    await this.parts.storage.save(state, lease ? { lease, leaseTtlMs: this.parts.leaseTtlMs, releaseLease: true } : {});
+    this.waiters.notify(state.runId);
+    return outcomeOf(state);
   }
 }

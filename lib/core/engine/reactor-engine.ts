@@ -17,6 +17,9 @@ import { LeaseKeeper } from './lease-keeper';
 import { MapJobs } from './map-jobs';
 import { Recovery, type RecoveryOptions } from './recovery';
 import { Resumes, type ContinueOptions, type ContinueResult } from './resumes';
+import { Coordination } from './coordination';
+import { toRateWindows, type RateLimits } from '../definition/coordination-spec';
+import type { RateWindow } from '../ports/coordination-store.port';
 import { DefinitionRegistry } from './registry';
 import { RunControl, type UndoOptions } from './run-control';
 import { RunJobs } from './run-jobs';
@@ -43,6 +46,7 @@ export class ReactorEngine {
   private readonly waiters: Waiters;
   private readonly storage: ReactorStorage;
   private readonly resumes: Resumes;
+  private readonly coordination: Coordination;
   private readonly parts: EngineParts;
   /** Whether storage (and the map store, if any) can store inputs encrypted. */
   private readonly encryptsInputs: boolean;
@@ -81,6 +85,8 @@ export class ReactorEngine {
     this.waiters = new Waiters(parts.storage, parts.clock);
     this.viewer = new RunViewer(this.registry, parts.maps, parts.storage);
     const executions = new Executions(parts, this.registry, dispatch, leases, this.waiters, this.viewer);
+    this.coordination = new Coordination(options.coordination, rateLimitWindows(options.rateLimits), logger);
+    executions.coordination = this.coordination;
     this.resumes = new Resumes(parts, this.registry, leases, executions, dispatch);
     executions.afterPause = (state) => this.resumes.afterPause(state);
     this.waiters.pendingResume = (state) => this.resumes.due(state);
@@ -100,6 +106,10 @@ export class ReactorEngine {
         delayMs: options.unknownReactorDelayMs ?? ENGINE_DEFAULTS.unknownReactorDelayMs,
       },
       this.resumes,
+      {
+        maxAttempts: options.lockSnoozeMaxAttempts ?? ENGINE_DEFAULTS.lockSnoozeMaxAttempts,
+        fail: (runId, reason) => this.control.failRun(runId, reason),
+      },
     );
     this.mapJobs = new MapJobs(parts, this.registry, dispatch, leases, executions);
     this.control = new RunControl(parts, this.registry, leases, executions, this.waiters, this.starter, dispatch);
@@ -110,6 +120,7 @@ export class ReactorEngine {
   register(def: ReactorDefinition): void {
     this.checkEncryption(def);
     this.checkInterrupts(def);
+    this.checkCoordination(def);
     this.registry.register(def);
   }
 
@@ -123,6 +134,23 @@ export class ReactorEngine {
   }
 
   /** A reactor that stores its inputs encrypted needs adapters that can. */
+  private checkCoordination(def: ReactorDefinition): void {
+    if (!def.coordination) return;
+    if (!this.coordination.available) {
+      throw new ConfigurationError(
+        `Reactor '${def.name}' declares a lock, semaphore, rate limit or period, but the engine has no coordination store (its \`coordination\` option).`,
+        'coordination',
+      );
+    }
+    const unknown = this.coordination.unknownRateLimit(def);
+    if (unknown !== undefined) {
+      throw new ConfigurationError(
+        `Reactor '${def.name}' uses rate limit '${unknown}', which is not registered. Register it: ReactorModule.forRoot({ rateLimits: { ${JSON.stringify(unknown)}: { second: 10 } } }).`,
+        'rateLimits',
+      );
+    }
+  }
+
   private checkInterrupts(def: ReactorDefinition): void {
     if (this.parts.interrupts) return;
     const step = def.steps.find((s) => s.handler.kind === 'interrupt');
@@ -352,4 +380,15 @@ async function guarded<T>(operation: string, fn: () => Promise<T>): Promise<T> {
     if (error instanceof ReactorError) throw error;
     throw new StorageUnavailableError(operation, error);
   }
+}
+
+/** Named rate limits as windows. @throws ConfigurationError for a bad one, naming it. */
+function rateLimitWindows(limits: Readonly<Record<string, RateLimits>> | undefined): Record<string, RateWindow[]> {
+  const out: Record<string, RateWindow[]> = {};
+  for (const [name, spec] of Object.entries(limits ?? {})) {
+    const windows = toRateWindows(spec);
+    if (typeof windows === 'string') throw new ConfigurationError(`Rate limit '${name}': ${windows}.`, 'rateLimits');
+    out[name] = windows;
+  }
+  return out;
 }

@@ -19,6 +19,7 @@ import {
   UnknownInterruptError,
 } from '../errors/interrupt.error';
 import { ConfigurationError } from '../errors/configuration.error';
+import { CoordinationContendedError } from '../errors/coordination.error';
 import { RunNotFoundError } from '../errors/run-state.error';
 import { waitingInterrupts, type InterruptRecord, type ResumeClaim } from '../model/interrupt';
 import { jsonProblem } from '../model/json-values';
@@ -323,8 +324,15 @@ export class Resumes {
       await this.leases.releaseQuietly(lease);
       return busy();
     }
-    const outcome = await this.executions.execute(current, state, lease, 'caller', true);
-    return { accepted: 'applied', runId, outcome };
+    try {
+      const outcome = await this.executions.execute(current, state, lease, 'caller', true);
+      return { accepted: 'applied', runId, outcome };
+    } catch (error) {
+      if (!(error instanceof CoordinationContendedError)) throw error;
+      // Its lock, semaphore or rate limit is taken: the claim stays; a worker applies it later.
+      if (this.dispatch.available) await this.dispatch.resume(runId, def.name, error.retryAfterMs);
+      return { accepted: 'deferred', runId, reason: 'busy' };
+    }
   }
 
   /**

@@ -1,5 +1,6 @@
 import type { ReactorDefinition } from '../definition/definition';
 import { redactInputs } from '../definition/redaction';
+import { CoordinationContendedError } from '../errors/coordination.error';
 import { CorruptRecordError, DefinitionChangedError } from '../errors/run-state.error';
 import { errorMessage, runFailure } from '../model/failure';
 import { runLeaseKey } from '../model/keys';
@@ -10,6 +11,7 @@ import type { Lease } from '../ports/lock-manager.port';
 import type { ClaimResult, ReactorStorage } from '../ports/reactor-storage.port';
 import type { Clock } from '../ports/clock.port';
 import { toBrokenReason } from './broken-reason';
+import type { BrokenReason } from '../ports/reactor-storage.port';
 import type { Dispatch } from './dispatch';
 import { ENGINE_DEFAULTS, type EngineLogger } from './engine-options';
 import type { Executions } from './executions';
@@ -34,6 +36,10 @@ export class RunJobs {
       delayMs: ENGINE_DEFAULTS.unknownReactorDelayMs,
     },
     private readonly resumes?: Resumes,
+    private readonly contention: {
+      maxAttempts: number;
+      fail: (runId: string, reason: BrokenReason) => Promise<void>;
+    } = { maxAttempts: ENGINE_DEFAULTS.lockSnoozeMaxAttempts, fail: async () => undefined },
   ) {}
 
   /**
@@ -86,7 +92,27 @@ export class RunJobs {
       await this.dispatch.resume(job.runId, def.name, due);
       return;
     }
-    await this.executions.execute(def, state, lease, 'worker', true);
+    try {
+      await this.executions.execute(def, state, lease, 'worker', true);
+    } catch (error) {
+      if (!(error instanceof CoordinationContendedError)) throw error;
+      await this.contended(job, error);
+    }
+  }
+
+  /**
+   * The run's lock, semaphore or rate limit is taken: snooze the job without spending the run's
+   * retries (a rate limit at its exact wait), up to `lockSnoozeMaxAttempts` times; then the run
+   * fails with the contention's code (not rolled back: `undo` is still possible).
+   */
+  private async contended(job: ResumeJob, error: CoordinationContendedError): Promise<void> {
+    const contentions = job.contentions ?? 0;
+    if (contentions >= this.contention.maxAttempts) {
+      this.logger.warn(`Run '${job.runId}' gave up after ${contentions} snoozes: ${error.message}`);
+      await this.contention.fail(job.runId, { code: error.code, message: error.message });
+      return;
+    }
+    await this.dispatch.contend(job, error.code === 'RATE_LIMITED' ? error.retryAfterMs : undefined);
   }
 
   /**

@@ -13,6 +13,7 @@ import { isTerminal, newRunState, type RunState } from '../model/run-state';
 import type { Lease } from '../ports/lock-manager.port';
 import { outcomeOf, type RunOutcome } from '../results/run-outcome';
 import { describeFieldErrors, validateReactorInputs } from '../validation/validate';
+import type { Holding } from './coordination';
 import type { Dispatch } from './dispatch';
 import type { EngineParts, RunOptions } from './engine-options';
 import type { Executions } from './executions';
@@ -43,8 +44,17 @@ export class RunStarter {
       const settled = isTerminal(state.status) || background ? state : await this.waiters.until(state.runId);
       return { ...outcomeOf<O>(settled), replayed: true };
     }
-    if (prepared.state.status === 'failed' || background) return outcomeOf<O>(prepared.state);
-    return (await this.executions.execute(def, prepared.state, prepared.lease!, 'caller', false)) as RunOutcome<O>;
+    if (prepared.state.status === 'failed' || prepared.state.status === 'halted' || background) {
+      return outcomeOf<O>(prepared.state);
+    }
+    return (await this.executions.execute(
+      def,
+      prepared.state,
+      prepared.lease!,
+      'caller',
+      false,
+      prepared.holding,
+    )) as RunOutcome<O>;
   }
 
   /** Store the run and hand it to a worker; resolves once it is stored. */
@@ -149,7 +159,7 @@ export class RunStarter {
     options: RunOptions,
     mode: 'caller' | 'handoff',
     retryOf?: { runId: string; count: number },
-  ): Promise<{ state: RunState; lease?: Lease; replayed?: boolean }> {
+  ): Promise<{ state: RunState; lease?: Lease; replayed?: boolean; holding?: Holding }> {
     const { clock, middleware } = this.parts;
     // A key bound by an earlier call, or a given id, may name a run that exists: the create
     // (createOnly) says so, and that run is returned, without a read before every create.
@@ -169,10 +179,25 @@ export class RunStarter {
       // The caller executes the run: take its lease in the same write that creates it.
       else lease = this.leases.newLease(runLeaseKey(runId));
     }
+    // A caller takes the reactor's coordination before the run exists: a contended lock, semaphore
+    // or rate limit throws to the caller and stores nothing; a used period stores the run halted.
+    let holding: Holding | undefined;
+    if (mode === 'caller' && state.status === 'running' && def.coordination && this.executions.coordination) {
+      const taken = await this.executions.coordination.enter(def, state);
+      if (taken && 'periodTaken' in taken) {
+        state.status = 'halted';
+        state.halt = { step: '(period)', reason: 'period', details: taken.periodTaken };
+        state.finishedAt = state.createdAt;
+        lease = undefined;
+      } else {
+        holding = taken;
+      }
+    }
     let created: boolean;
     try {
       created = await this.create(def, state, lease);
     } catch (error) {
+      await holding?.leave(state);
       if (!(error instanceof LeaseLostError)) throw error;
       throw new InvalidRunStateError(
         `A run with id '${runId}' is executing; run ids must be unique.`,
@@ -181,6 +206,7 @@ export class RunStarter {
       );
     }
     if (!created) {
+      await holding?.leave(state);
       // Created by an earlier or a concurrent call with the same key or id.
       const found = await this.existing(def, runId);
       if (found) return { state: found, replayed: true };
@@ -201,7 +227,7 @@ export class RunStarter {
     } else if (mode === 'handoff') {
       await this.dispatch.resume(runId, def.name);
     }
-    return { state, lease };
+    return { state, lease, holding };
   }
 }
 

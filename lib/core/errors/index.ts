@@ -9,3 +9,4 @@ export * from './internal.error';
 export * from './unstorable-value.error';
 export * from './storage-unavailable.error';
 export * from './interrupt.error';
+export * from './coordination.error';

@@ -30,6 +30,9 @@ export type ReactorErrorCode =
   | 'CORRELATION_ID_TAKEN'
   | 'INTERRUPT_NOT_SUPPORTED'
   | 'ASYNC_WAIT_TIMEOUT'
+  | 'LOCK_CONTENDED'
+  | 'SEMAPHORE_FULL'
+  | 'RATE_LIMITED'
   | 'INTERNAL';
 
 /** The JSON form of an error, as stored with a run and shown by `ReactorClient.get`. */

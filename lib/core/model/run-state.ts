@@ -152,6 +152,11 @@ export interface RunState {
   };
   /** Where a background run resumes: set by hand-offs, retries that re-enqueue, and fan-out maps. */
   handoff?: { mode: 'all' | 'after' | 'before' | 'map' | 'interrupt' | 'async'; step?: string };
+  /**
+   * Coordination bookkeeping: the rate limit was charged (once per run), the period bucket of the
+   * first execution, and the lock (fence) and semaphore slot kept across a park on async units.
+   */
+  coordination?: { charged?: true; periodBucket?: string; lockFence?: number; semaphore?: true };
   /** Async units this run dispatched (`asyncStep`, `asyncReactor`), by step name: each is a run of its own. */
   asyncUnits?: Record<string, AsyncUnitRef>;
   /** Set on the run of an async unit: the run (and step) that dispatched it, resumed when it finishes. */

@@ -4,6 +4,8 @@ interface JobIdentity {
   reactorName: string;
   /** How many times this job was snoozed by contention. */
   snoozes?: number;
+  /** How many times this job waited for a lock, semaphore or rate limit of its run (capped). */
+  contentions?: number;
   /** How many times this job went back to the queue because its worker did not know the reactor. */
   deferrals?: number;
 }

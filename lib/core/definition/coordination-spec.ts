@@ -1,0 +1,116 @@
+import type { RateWindow } from '../ports/coordination-store.port';
+
+/** A key function: the coordination key of a run, from its validated inputs. */
+export type CoordinationKey = (inputs: Record<string, unknown>) => string;
+
+/** An exclusive lock over the run (re-entrant within it and its composed children). */
+export interface LockOptions {
+  key: CoordinationKey;
+  /** The lock's TTL, extended every third of it while the run executes. @default 60000 */
+  ttlMs?: number;
+}
+
+/** At most `limit` runs at once per key. */
+export interface SemaphoreOptions {
+  key: CoordinationKey;
+  limit: number;
+  /** Each holder's lease, extended while it executes: a crashed holder's slot returns within it. @default 60000 */
+  leaseMs?: number;
+}
+
+/** Fixed windows: `{ second: 10, minute: 300 }` or explicit windows. */
+export type RateLimits = Partial<Record<'second' | 'minute' | 'hour' | 'day', number>> | ReadonlyArray<RateWindow>;
+
+/** A rate limit: named (registered in `ReactorModule.forRoot({ rateLimits })`, one bucket shared by its users), or inline. */
+export type RateLimitOptions = string | { key: CoordinationKey; limits: RateLimits };
+
+/** Once per UTC bucket per key: a second run in the bucket halts (`reason: 'period'`). */
+export interface PeriodOptions {
+  key: CoordinationKey;
+  every: 'minute' | 'hour' | 'day' | 'week' | 'month';
+}
+
+/** The coordination of a reactor, as the definition holds it. */
+export interface CoordinationSpec {
+  readonly lock?: Required<LockOptions>;
+  readonly semaphore?: Required<SemaphoreOptions>;
+  readonly rateLimit?: {
+    readonly name?: string;
+    readonly key?: CoordinationKey;
+    readonly windows?: readonly RateWindow[];
+  };
+  readonly period?: PeriodOptions;
+}
+
+const UNIT_MS = { second: 1_000, minute: 60_000, hour: 3_600_000, day: 86_400_000 } as const;
+
+/** Normalize the coordination options of a reactor; a string is the problem (the caller names the reactor). */
+export function toCoordinationSpec(options: {
+  lock?: LockOptions;
+  semaphore?: SemaphoreOptions;
+  rateLimit?: RateLimitOptions;
+  period?: PeriodOptions;
+}): CoordinationSpec | string | undefined {
+  const { lock, semaphore, rateLimit, period } = options;
+  if (!lock && !semaphore && rateLimit === undefined && !period) return undefined;
+  const keyProblem = (what: string, value: { key?: unknown } | undefined) =>
+    value && typeof value.key !== 'function'
+      ? `${what}.key must be a function of the inputs returning a string`
+      : undefined;
+  const problem =
+    keyProblem('lock', lock) ??
+    keyProblem('semaphore', semaphore) ??
+    keyProblem('period', period) ??
+    (typeof rateLimit === 'object' ? keyProblem('rateLimit', rateLimit) : undefined);
+  if (problem) return problem;
+  if (lock?.ttlMs !== undefined && !(Number.isInteger(lock.ttlMs) && lock.ttlMs >= 100)) {
+    return `lock.ttlMs must be an integer >= 100 (got ${String(lock.ttlMs)})`;
+  }
+  if (semaphore && !(Number.isInteger(semaphore.limit) && semaphore.limit >= 1)) {
+    return `semaphore.limit must be an integer >= 1 (got ${String(semaphore.limit)})`;
+  }
+  if (semaphore?.leaseMs !== undefined && !(Number.isInteger(semaphore.leaseMs) && semaphore.leaseMs >= 100)) {
+    return `semaphore.leaseMs must be an integer >= 100 (got ${String(semaphore.leaseMs)})`;
+  }
+  if (period && !['minute', 'hour', 'day', 'week', 'month'].includes(period.every)) {
+    return `period.every must be 'minute', 'hour', 'day', 'week' or 'month' (got ${JSON.stringify(period.every)})`;
+  }
+  let rate: CoordinationSpec['rateLimit'];
+  if (typeof rateLimit === 'string') {
+    if (rateLimit.length === 0) return 'rateLimit must be a registered name or { key, limits }';
+    rate = { name: rateLimit };
+  } else if (rateLimit !== undefined) {
+    const windows = toRateWindows(rateLimit.limits);
+    if (typeof windows === 'string') return `rateLimit.limits: ${windows}`;
+    rate = { key: rateLimit.key, windows };
+  }
+  return Object.freeze({
+    ...(lock ? { lock: { key: lock.key, ttlMs: lock.ttlMs ?? 60_000 } } : {}),
+    ...(semaphore
+      ? { semaphore: { key: semaphore.key, limit: semaphore.limit, leaseMs: semaphore.leaseMs ?? 60_000 } }
+      : {}),
+    ...(rate ? { rateLimit: rate } : {}),
+    ...(period ? { period } : {}),
+  });
+}
+
+/** Rate windows from `{ second: 10 }` or an explicit list; a string is the problem. */
+export function toRateWindows(limits: RateLimits | undefined): RateWindow[] | string {
+  if (limits === undefined || limits === null || typeof limits !== 'object') {
+    return 'give { second?, minute?, hour?, day? } or [{ windowMs, limit }]';
+  }
+  const windows: RateWindow[] = Array.isArray(limits)
+    ? limits.map((w) => ({ windowMs: w.windowMs, limit: w.limit }))
+    : Object.entries(limits).map(([unit, limit]) => ({
+        windowMs: UNIT_MS[unit as keyof typeof UNIT_MS] ?? NaN,
+        limit: limit as number,
+      }));
+  if (windows.length === 0) return 'at least one window';
+  for (const w of windows) {
+    if (!(Number.isInteger(w.windowMs) && w.windowMs >= 1))
+      return 'each window needs windowMs, an integer >= 1 (units: second, minute, hour, day)';
+    if (!(Number.isInteger(w.limit) && w.limit >= 1))
+      return `each window needs a limit, an integer >= 1 (got ${String(w.limit)})`;
+  }
+  return windows;
+}

@@ -1,0 +1,251 @@
+/**
+ * The coordination a reactor declares (lock, semaphore, rate limit, period), taken around each
+ * execution of a top-level run, in the reference's order: period check, rate limit (charged once
+ * per run), lock, semaphore, period re-check under the lock. What is taken is extended while the
+ * run executes and given back when the execution ends, except across a park on async units (the
+ * run keeps it; the next execution takes it over). A period is marked when the run completes.
+ */
+import type { ReactorDefinition } from '../definition/definition';
+import type { CoordinationSpec } from '../definition/coordination-spec';
+import { ConfigurationError } from '../errors/configuration.error';
+import { CoordinationContendedError } from '../errors/coordination.error';
+import type { RunState } from '../model/run-state';
+import type { CoordinationStore, RateWindow } from '../ports/coordination-store.port';
+import type { EngineLogger } from './engine-options';
+
+/** What an execution holds, to extend while it runs and give back when it ends. */
+export interface Holding {
+  /** Stop extending; give everything back unless the run keeps it (`keep`), and mark the period on success. */
+  leave(state: RunState): Promise<void>;
+}
+
+/** The run may not start: a completed run already used the period's bucket. */
+export interface PeriodTaken {
+  periodTaken: { key: string; bucket: string };
+}
+
+const PERIOD_MS = { minute: 60_000, hour: 3_600_000, day: 86_400_000, week: 604_800_000, month: 31 * 86_400_000 };
+
+/** Takes and gives back the coordination of runs (see the module comment). */
+export class Coordination {
+  constructor(
+    private readonly store: CoordinationStore | undefined,
+    private readonly rateLimits: Readonly<Record<string, readonly RateWindow[]>>,
+    private readonly logger: EngineLogger,
+  ) {}
+
+  /** The names of rate limits a definition uses that are not registered (checked at boot). */
+  unknownRateLimit(def: ReactorDefinition): string | undefined {
+    const name = def.coordination?.rateLimit?.name;
+    return name !== undefined && !this.rateLimits[name] ? name : undefined;
+  }
+
+  /** Whether the engine can coordinate at all (it has a coordination store). */
+  get available(): boolean {
+    return this.store !== undefined;
+  }
+
+  /**
+   * Take what run `state` of `def` needs before it executes.
+   * @throws CoordinationContendedError when a lock, semaphore or rate limit is contended (nothing is held then).
+   */
+  async enter(def: ReactorDefinition, state: RunState): Promise<Holding | PeriodTaken | undefined> {
+    const spec = def.coordination;
+    if (!spec) return undefined;
+    const store = this.store;
+    if (!store) {
+      throw new ConfigurationError(
+        `Reactor '${def.name}' declares a lock, semaphore, rate limit or period, but the engine has no coordination store.`,
+        'coordination',
+      );
+    }
+    const owner = state.runId;
+    const keys = this.keysOf(def, spec, state.inputs);
+    const bookkeeping = (state.coordination ??= {});
+    // Period: the first execution decides the bucket and refuses a used one.
+    if (spec.period && bookkeeping.periodBucket === undefined) {
+      const bucket = periodBucket(spec.period.every, await store.now());
+      if (await store.isPeriodMarked(keys.period!, bucket)) return { periodTaken: { key: keys.period!, bucket } };
+      bookkeeping.periodBucket = bucket;
+    }
+    // Rate limit: charged once per run, before any mutex is taken (a limited run never holds one).
+    if (spec.rateLimit && !bookkeeping.charged) {
+      const windows = spec.rateLimit.windows ?? this.rateLimits[spec.rateLimit.name!];
+      if (!windows)
+        throw new ConfigurationError(`Rate limit '${spec.rateLimit.name}' is not registered.`, 'rateLimits');
+      const reply = await store.consumeRate(keys.rate!, windows);
+      if (!reply.allowed) {
+        delete bookkeeping.periodBucket;
+        throw new CoordinationContendedError(
+          'RATE_LIMITED',
+          def.name,
+          keys.rate!,
+          reply.retryAfterMs,
+          `rate limit of ${windows[reply.window].limit} per ${windows[reply.window].windowMs} ms reached`,
+        );
+      }
+      bookkeeping.charged = true;
+    }
+    let fence: number | undefined;
+    if (spec.lock) {
+      // A lock kept across a park is taken over (extended); otherwise taken.
+      const kept = bookkeeping.lockFence;
+      const extended = kept !== undefined && (await store.extendLock(keys.lock!, owner, kept, spec.lock.ttlMs));
+      if (extended) {
+        fence = kept;
+      } else {
+        const reply = await store.acquireLock(keys.lock!, owner, spec.lock.ttlMs);
+        if (!reply.acquired) {
+          throw new CoordinationContendedError(
+            'LOCK_CONTENDED',
+            def.name,
+            keys.lock!,
+            reply.retryAfterMs,
+            `the lock is held by run '${reply.holder}'`,
+          );
+        }
+        fence = reply.fence;
+      }
+      delete bookkeeping.lockFence;
+    }
+    if (spec.semaphore) {
+      const reply = await store.acquireSemaphore(keys.semaphore!, owner, spec.semaphore.limit, spec.semaphore.leaseMs);
+      if (!reply.acquired) {
+        if (fence !== undefined) await store.releaseLock(keys.lock!, owner, fence).catch(() => undefined);
+        throw new CoordinationContendedError(
+          'SEMAPHORE_FULL',
+          def.name,
+          keys.semaphore!,
+          reply.retryAfterMs,
+          `all ${spec.semaphore.limit} slots of the semaphore are taken`,
+        );
+      }
+      delete bookkeeping.semaphore;
+    }
+    // Period re-check under the lock: runs that queued on it see a mark made meanwhile.
+    if (spec.period && spec.lock && bookkeeping.periodBucket !== undefined && !(state.completed.length > 0)) {
+      if (await store.isPeriodMarked(keys.period!, bookkeeping.periodBucket)) {
+        await this.giveBack(spec, keys, owner, fence);
+        return { periodTaken: { key: keys.period!, bucket: bookkeeping.periodBucket } };
+      }
+    }
+    return this.holding(def, spec, keys, owner, fence);
+  }
+
+  private holding(
+    def: ReactorDefinition,
+    spec: CoordinationSpec,
+    keys: Keys,
+    owner: string,
+    fence: number | undefined,
+  ): Holding {
+    const store = this.store!;
+    const every = Math.max(
+      50,
+      Math.floor(Math.min(spec.lock?.ttlMs ?? Infinity, spec.semaphore?.leaseMs ?? Infinity) / 3),
+    );
+    const timer =
+      spec.lock || spec.semaphore
+        ? setInterval(() => {
+            if (spec.lock && fence !== undefined) {
+              void store.extendLock(keys.lock!, owner, fence, spec.lock.ttlMs).catch(() => undefined);
+            }
+            if (spec.semaphore) {
+              void store.extendSemaphore(keys.semaphore!, owner, spec.semaphore.leaseMs).catch(() => undefined);
+            }
+          }, every)
+        : undefined;
+    timer?.unref?.();
+    return {
+      leave: async (state) => {
+        if (timer) clearInterval(timer);
+        const bookkeeping = (state.coordination ??= {});
+        // Parked on async units: the run keeps what it holds (the next execution takes it over).
+        if (state.handoff?.mode === 'async' && state.status === 'running') {
+          if (fence !== undefined) bookkeeping.lockFence = fence;
+          if (spec.semaphore) bookkeeping.semaphore = true;
+          return;
+        }
+        try {
+          if (state.status === 'completed' && spec.period && bookkeeping.periodBucket !== undefined) {
+            await store.markPeriod(keys.period!, bookkeeping.periodBucket, 2 * PERIOD_MS[spec.period.every]);
+          }
+        } finally {
+          await this.giveBack(spec, keys, owner, fence);
+        }
+      },
+    };
+  }
+
+  private async giveBack(spec: CoordinationSpec, keys: Keys, owner: string, fence: number | undefined): Promise<void> {
+    const store = this.store!;
+    try {
+      if (spec.semaphore) await store.releaseSemaphore(keys.semaphore!, owner);
+      if (spec.lock && fence !== undefined) await store.releaseLock(keys.lock!, owner, fence);
+    } catch (error) {
+      // Not released: the lease or TTL frees it; nothing is lost but time.
+      this.logger.warn(`Run '${owner}': its lock or semaphore could not be released: ${String(error)}`);
+    }
+  }
+
+  private keysOf(def: ReactorDefinition, spec: CoordinationSpec, inputs: Record<string, unknown>): Keys {
+    const key = (what: string, fn: ((inputs: Record<string, unknown>) => string) | undefined): string | undefined => {
+      if (!fn) return undefined;
+      let value: unknown;
+      try {
+        value = fn(inputs);
+      } catch (error) {
+        throw new ConfigurationError(
+          `Reactor '${def.name}': its ${what} key function threw: ${(error as Error)?.message ?? String(error)}`,
+          what,
+        );
+      }
+      if (typeof value !== 'string' || value.length === 0) {
+        throw new ConfigurationError(
+          `Reactor '${def.name}': its ${what} key function must return a non-empty string (got ${typeof value}).`,
+          what,
+        );
+      }
+      return value;
+    };
+    return {
+      lock: key('lock', spec.lock?.key),
+      semaphore: key('semaphore', spec.semaphore?.key),
+      rate: spec.rateLimit?.name !== undefined ? `named:${spec.rateLimit.name}` : key('rateLimit', spec.rateLimit?.key),
+      period: key('period', spec.period?.key),
+    };
+  }
+}
+
+interface Keys {
+  lock?: string;
+  semaphore?: string;
+  rate?: string;
+  period?: string;
+}
+
+/** The UTC bucket of `now` for a period: `2026-12-01T16-20`, `2026-12-01T16`, `2026-12-01`, `2026-W49`, `2026-12`. */
+export function periodBucket(every: 'minute' | 'hour' | 'day' | 'week' | 'month', now: number): string {
+  const iso = new Date(now).toISOString(); // 2026-12-01T16:20:00.000Z
+  switch (every) {
+    case 'minute':
+      return `${iso.slice(0, 13)}-${iso.slice(14, 16)}`;
+    case 'hour':
+      return iso.slice(0, 13);
+    case 'day':
+      return iso.slice(0, 10);
+    case 'month':
+      return iso.slice(0, 7);
+    case 'week': {
+      // ISO week: the week (Monday first) holding the year's first Thursday is week 1.
+      const date = new Date(
+        Date.UTC(new Date(now).getUTCFullYear(), new Date(now).getUTCMonth(), new Date(now).getUTCDate()),
+      );
+      const day = date.getUTCDay() || 7;
+      date.setUTCDate(date.getUTCDate() + 4 - day);
+      const yearStart = Date.UTC(date.getUTCFullYear(), 0, 1);
+      const week = Math.ceil(((date.getTime() - yearStart) / 86_400_000 + 1) / 7);
+      return `${date.getUTCFullYear()}-W${String(week).padStart(2, '0')}`;
+    }
+  }
+}
