@@ -30,8 +30,24 @@ export interface PeriodOptions {
   every: 'minute' | 'hour' | 'day' | 'week' | 'month';
 }
 
+/**
+ * Runs on a key apply strictly in the order they were started (a nonce taken at start). A holder
+ * that stops heartbeating for `poisonPillMs` is skipped; `strict` (the default) halts the runs
+ * after a failed one, lenient lets them pass.
+ */
+export interface OrderedLockOptions {
+  key: CoordinationKey;
+  /** @default 600000 (10 min) */
+  poisonPillMs?: number;
+  /** @default true */
+  strict?: boolean;
+  /** How long the key's order is kept. @default 86400000 (24 h) */
+  ttlMs?: number;
+}
+
 /** The coordination of a reactor, as the definition holds it. */
 export interface CoordinationSpec {
+  readonly orderedLock?: Required<OrderedLockOptions>;
   readonly lock?: Required<LockOptions>;
   readonly semaphore?: Required<SemaphoreOptions>;
   readonly rateLimit?: {
@@ -50,9 +66,19 @@ export function toCoordinationSpec(options: {
   semaphore?: SemaphoreOptions;
   rateLimit?: RateLimitOptions;
   period?: PeriodOptions;
+  orderedLock?: OrderedLockOptions;
 }): CoordinationSpec | string | undefined {
-  const { lock, semaphore, rateLimit, period } = options;
-  if (!lock && !semaphore && rateLimit === undefined && !period) return undefined;
+  const { lock, semaphore, rateLimit, period, orderedLock } = options;
+  if (!lock && !semaphore && rateLimit === undefined && !period && !orderedLock) return undefined;
+  if (orderedLock && typeof orderedLock.key !== 'function') {
+    return 'orderedLock.key must be a function of the inputs returning a string';
+  }
+  for (const field of ['poisonPillMs', 'ttlMs'] as const) {
+    const value = orderedLock?.[field];
+    if (value !== undefined && !(Number.isInteger(value) && value >= 100)) {
+      return `orderedLock.${field} must be an integer >= 100 (got ${String(value)})`;
+    }
+  }
   const keyProblem = (what: string, value: { key?: unknown } | undefined) =>
     value && typeof value.key !== 'function'
       ? `${what}.key must be a function of the inputs returning a string`
@@ -91,6 +117,16 @@ export function toCoordinationSpec(options: {
       : {}),
     ...(rate ? { rateLimit: rate } : {}),
     ...(period ? { period } : {}),
+    ...(orderedLock
+      ? {
+          orderedLock: {
+            key: orderedLock.key,
+            poisonPillMs: orderedLock.poisonPillMs ?? 600_000,
+            strict: orderedLock.strict ?? true,
+            ttlMs: orderedLock.ttlMs ?? 86_400_000,
+          },
+        }
+      : {}),
   });
 }
 

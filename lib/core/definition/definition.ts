@@ -1,6 +1,7 @@
 import type {
   CoordinationSpec,
   LockOptions,
+  OrderedLockOptions,
   PeriodOptions,
   RateLimitOptions,
   SemaphoreOptions,
@@ -121,6 +122,8 @@ export interface ReactorOptions {
   rateLimit?: RateLimitOptions;
   /** Once per UTC minute / hour / day / week / month per key: a second run in the bucket halts with reason `period`. */
   period?: PeriodOptions;
+  /** Runs on a key apply strictly in start order (see {@link OrderedLockOptions}). */
+  orderedLock?: OrderedLockOptions;
 }
 
 /** A reactor's middleware: an instance, or a class instantiated per execution. */

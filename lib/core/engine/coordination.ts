@@ -9,7 +9,7 @@ import type { ReactorDefinition } from '../definition/definition';
 import type { CoordinationSpec } from '../definition/coordination-spec';
 import { ConfigurationError } from '../errors/configuration.error';
 import { CoordinationContendedError } from '../errors/coordination.error';
-import type { RunState } from '../model/run-state';
+import { isTerminal, type RunState } from '../model/run-state';
 import type { CoordinationStore, RateWindow } from '../ports/coordination-store.port';
 import type { EngineLogger } from './engine-options';
 
@@ -19,9 +19,13 @@ export interface Holding {
   leave(state: RunState): Promise<void>;
 }
 
-/** The run may not start: a completed run already used the period's bucket. */
-export interface PeriodTaken {
-  periodTaken: { key: string; bucket: string };
+/**
+ * The run may not start, and halts before any step: a completed run already used the period's
+ * bucket (`period`), a run before it on its ordered lock failed (strict: `ordered_lock_chain_failed`),
+ * or its ordered lock was reset since it took its place (`ordered_lock_stale`).
+ */
+export interface HaltBeforeStart {
+  halt: { reason: 'period' | 'ordered_lock_chain_failed' | 'ordered_lock_stale'; details: Record<string, unknown> };
 }
 
 const PERIOD_MS = { minute: 60_000, hour: 3_600_000, day: 86_400_000, week: 604_800_000, month: 31 * 86_400_000 };
@@ -49,7 +53,7 @@ export class Coordination {
    * Take what run `state` of `def` needs before it executes.
    * @throws CoordinationContendedError when a lock, semaphore or rate limit is contended (nothing is held then).
    */
-  async enter(def: ReactorDefinition, state: RunState): Promise<Holding | PeriodTaken | undefined> {
+  async enter(def: ReactorDefinition, state: RunState): Promise<Holding | HaltBeforeStart | undefined> {
     const spec = def.coordination;
     if (!spec) return undefined;
     const store = this.store;
@@ -62,10 +66,39 @@ export class Coordination {
     const owner = state.runId;
     const keys = this.keysOf(def, spec, state.inputs);
     const bookkeeping = (state.coordination ??= {});
+    // Ordered lock: its turn first, holding nothing else while it waits (no hold-and-wait).
+    const order = bookkeeping.order;
+    if (spec.orderedLock && order) {
+      const turn = await store.orderTurn(order.key, order.nonce, order.epoch, spec.orderedLock.poisonPillMs);
+      if (turn.state === 'wait') {
+        throw new CoordinationContendedError(
+          'ORDER_WAIT',
+          def.name,
+          order.key,
+          turn.retryAfterMs,
+          `run ${order.nonce} on the ordered lock waits for run ${turn.lastCompleted + 1}`,
+        );
+      }
+      if (turn.state === 'stale') {
+        return { halt: { reason: 'ordered_lock_stale', details: { key: order.key, nonce: order.nonce } } };
+      }
+      const fresh = state.completed.length === 0;
+      if (spec.orderedLock.strict && fresh && turn.firstFailed > 0 && order.nonce > turn.firstFailed) {
+        await store.orderAdvance(order.key, order.nonce, order.epoch, false, spec.orderedLock.ttlMs);
+        return {
+          halt: {
+            reason: 'ordered_lock_chain_failed',
+            details: { key: order.key, nonce: order.nonce, firstFailed: turn.firstFailed },
+          },
+        };
+      }
+    }
     // Period: the first execution decides the bucket and refuses a used one.
     if (spec.period && bookkeeping.periodBucket === undefined) {
       const bucket = periodBucket(spec.period.every, await store.now());
-      if (await store.isPeriodMarked(keys.period!, bucket)) return { periodTaken: { key: keys.period!, bucket } };
+      if (await store.isPeriodMarked(keys.period!, bucket)) {
+        return { halt: { reason: 'period', details: { key: keys.period!, bucket } } };
+      }
       bookkeeping.periodBucket = bucket;
     }
     // Rate limit: charged once per run, before any mutex is taken (a limited run never holds one).
@@ -126,10 +159,28 @@ export class Coordination {
     if (spec.period && spec.lock && bookkeeping.periodBucket !== undefined && !(state.completed.length > 0)) {
       if (await store.isPeriodMarked(keys.period!, bookkeeping.periodBucket)) {
         await this.giveBack(spec, keys, owner, fence);
-        return { periodTaken: { key: keys.period!, bucket: bookkeeping.periodBucket } };
+        return { halt: { reason: 'period', details: { key: keys.period!, bucket: bookkeeping.periodBucket } } };
       }
     }
-    return this.holding(def, spec, keys, owner, fence);
+    return this.holding(def, spec, keys, owner, fence, order);
+  }
+
+  /** Take run `state`'s place on its reactor's ordered lock (once: at its start). */
+  async assignOrder(def: ReactorDefinition, state: RunState): Promise<void> {
+    const spec = def.coordination?.orderedLock;
+    const bookkeeping = (state.coordination ??= {});
+    if (!spec || !this.store || bookkeeping.order) return;
+    const key = this.keysOf(def, def.coordination!, state.inputs).order!;
+    const { nonce, epoch } = await this.store.assignOrder(key, spec.ttlMs);
+    bookkeeping.order = { key, nonce, epoch };
+  }
+
+  /** Give up run `state`'s place on its ordered lock (a run that will never start: its successors go on). */
+  async abandonOrder(def: ReactorDefinition, state: RunState): Promise<void> {
+    const order = state.coordination?.order;
+    const spec = def.coordination?.orderedLock;
+    if (!order || !spec || !this.store) return;
+    await this.store.orderAdvance(order.key, order.nonce, order.epoch, false, spec.ttlMs).catch(() => undefined);
   }
 
   private holding(
@@ -138,15 +189,23 @@ export class Coordination {
     keys: Keys,
     owner: string,
     fence: number | undefined,
+    order: { key: string; nonce: number; epoch: number } | undefined,
   ): Holding {
     const store = this.store!;
     const every = Math.max(
       50,
-      Math.floor(Math.min(spec.lock?.ttlMs ?? Infinity, spec.semaphore?.leaseMs ?? Infinity) / 3),
+      Math.floor(
+        Math.min(
+          spec.lock?.ttlMs ?? Infinity,
+          spec.semaphore?.leaseMs ?? Infinity,
+          order && spec.orderedLock ? spec.orderedLock.poisonPillMs : Infinity,
+        ) / 3,
+      ),
     );
     const timer =
-      spec.lock || spec.semaphore
+      spec.lock || spec.semaphore || order
         ? setInterval(() => {
+            if (order) void store.orderHeartbeat(order.key, order.nonce, order.epoch).catch(() => undefined);
             if (spec.lock && fence !== undefined) {
               void store.extendLock(keys.lock!, owner, fence, spec.lock.ttlMs).catch(() => undefined);
             }
@@ -169,6 +228,10 @@ export class Coordination {
         try {
           if (state.status === 'completed' && spec.period && bookkeeping.periodBucket !== undefined) {
             await store.markPeriod(keys.period!, bookkeeping.periodBucket, 2 * PERIOD_MS[spec.period.every]);
+          }
+          // A finished run gives its turn to the next (a failed one is remembered by strict mode).
+          if (order && spec.orderedLock && isTerminal(state.status)) {
+            await store.orderAdvance(order.key, order.nonce, order.epoch, state.status === 'failed', spec.orderedLock.ttlMs);
           }
         } finally {
           await this.giveBack(spec, keys, owner, fence);
@@ -213,11 +276,13 @@ export class Coordination {
       semaphore: key('semaphore', spec.semaphore?.key),
       rate: spec.rateLimit?.name !== undefined ? `named:${spec.rateLimit.name}` : key('rateLimit', spec.rateLimit?.key),
       period: key('period', spec.period?.key),
+      order: key('orderedLock', spec.orderedLock?.key),
     };
   }
 }
 
 interface Keys {
+  order?: string;
   lock?: string;
   semaphore?: string;
   rate?: string;

@@ -6,7 +6,7 @@ import type { RunFailure } from '../model/failure';
 import { isTerminal, type RunState } from '../model/run-state';
 import type { Lease } from '../ports/lock-manager.port';
 import { outcomeOf, type RunOutcome } from '../results/run-outcome';
-import type { Coordination, Holding } from './coordination';
+import type { Coordination, HaltBeforeStart, Holding } from './coordination';
 import type { Dispatch } from './dispatch';
 import type { EngineParts } from './engine-options';
 import type { LeaseKeeper } from './lease-keeper';
@@ -99,9 +99,9 @@ export class Executions {
     try {
       if (!entered && def.coordination && this.coordination) {
         const taken = await this.coordination.enter(def, state);
-        if (taken && 'periodTaken' in taken) {
+        if (taken && 'halt' in taken) {
           released = true;
-          return await this.haltForPeriod(def, state, lease, taken.periodTaken);
+          return await this.haltBeforeStart(state, lease, taken.halt);
         }
         entered = taken;
       }
@@ -142,17 +142,19 @@ export class Executions {
     }
   }
 
-  /** A run whose period bucket is used: it halts (reason `period`) before any step, nothing rolled back. */
-  async haltForPeriod(
-    def: ReactorDefinition,
+  /**
+   * A run its coordination stops before any step (a used period bucket, a failed predecessor on a
+   * strict ordered lock, a reset ordered lock): it halts with the reason, nothing rolled back.
+   */
+  async haltBeforeStart(
     state: RunState,
     lease: Lease | undefined,
-    period: { key: string; bucket: string },
+    halt: HaltBeforeStart['halt'],
   ): Promise<RunOutcome> {
     const now = this.parts.clock.now();
     delete state.handoff;
     state.status = 'halted';
-    state.halt = { step: '(period)', reason: 'period', details: period };
+    state.halt = { step: '(coordination)', reason: halt.reason, details: halt.details };
     state.finishedAt = state.updatedAt = now;
     await this.parts.storage.save(state, lease ? { lease, leaseTtlMs: this.parts.leaseTtlMs, releaseLease: true } : {});
     this.waiters.notify(state.runId);

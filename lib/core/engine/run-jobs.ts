@@ -106,6 +106,12 @@ export class RunJobs {
    * fails with the contention's code (not rolled back: `undo` is still possible).
    */
   private async contended(job: ResumeJob, error: CoordinationContendedError): Promise<void> {
+    // Waiting for its turn on an ordered lock is uncapped: the runs before it are alive (a dead
+    // one is skipped after its poison-pill timeout).
+    if (error.code === 'ORDER_WAIT') {
+      await this.dispatch.snooze(job);
+      return;
+    }
     const contentions = job.contentions ?? 0;
     if (contentions >= this.contention.maxAttempts) {
       this.logger.warn(`Run '${job.runId}' gave up after ${contentions} snoozes: ${error.message}`);

@@ -14,6 +14,7 @@ import type { Lease } from '../ports/lock-manager.port';
 import { outcomeOf, type RunOutcome } from '../results/run-outcome';
 import { describeFieldErrors, validateReactorInputs } from '../validation/validate';
 import type { Holding } from './coordination';
+import { CoordinationContendedError } from '../errors/coordination.error';
 import type { Dispatch } from './dispatch';
 import type { EngineParts, RunOptions } from './engine-options';
 import type { Executions } from './executions';
@@ -44,7 +45,8 @@ export class RunStarter {
       const settled = isTerminal(state.status) || background ? state : await this.waiters.until(state.runId);
       return { ...outcomeOf<O>(settled), replayed: true };
     }
-    if (prepared.state.status === 'failed' || prepared.state.status === 'halted' || background) {
+    const handedOff = prepared.state.handoff?.mode === 'all'; // waiting for its turn on an ordered lock
+    if (prepared.state.status === 'failed' || prepared.state.status === 'halted' || background || handedOff) {
       return outcomeOf<O>(prepared.state);
     }
     return (await this.executions.execute(
@@ -182,15 +184,32 @@ export class RunStarter {
     // A caller takes the reactor's coordination before the run exists: a contended lock, semaphore
     // or rate limit throws to the caller and stores nothing; a used period stores the run halted.
     let holding: Holding | undefined;
-    if (mode === 'caller' && state.status === 'running' && def.coordination && this.executions.coordination) {
-      const taken = await this.executions.coordination.enter(def, state);
-      if (taken && 'periodTaken' in taken) {
-        state.status = 'halted';
-        state.halt = { step: '(period)', reason: 'period', details: taken.periodTaken };
-        state.finishedAt = state.createdAt;
-        lease = undefined;
-      } else {
-        holding = taken;
+    const coordination = this.executions.coordination;
+    if (state.status === 'running' && def.coordination && coordination) {
+      // Its place on an ordered lock is taken at start, in every mode.
+      await coordination.assignOrder(def, state);
+      if (mode === 'caller') {
+        try {
+          const taken = await coordination.enter(def, state);
+          if (taken && 'halt' in taken) {
+            state.status = 'halted';
+            state.halt = { step: '(coordination)', reason: taken.halt.reason, details: taken.halt.details };
+            state.finishedAt = state.createdAt;
+            lease = undefined;
+          } else {
+            holding = taken;
+          }
+        } catch (error) {
+          if (!(error instanceof CoordinationContendedError) || error.code !== 'ORDER_WAIT') {
+            // Refused to the caller: the run will not exist, so its turn goes to the next.
+            await coordination.abandonOrder(def, state);
+            throw error;
+          }
+          // Not its turn yet: the run waits for it in a worker (`run` resolves `dispatched`).
+          mode = 'handoff';
+          state.handoff = { mode: 'all' };
+          lease = undefined;
+        }
       }
     }
     let created: boolean;

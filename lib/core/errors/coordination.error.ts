@@ -8,7 +8,7 @@ import { ReactorError } from './reactor.error';
  */
 export class CoordinationContendedError extends ReactorError {
   constructor(
-    code: 'LOCK_CONTENDED' | 'SEMAPHORE_FULL' | 'RATE_LIMITED',
+    code: 'LOCK_CONTENDED' | 'SEMAPHORE_FULL' | 'RATE_LIMITED' | 'ORDER_WAIT',
     readonly reactorName: string,
     /** The coordination key (the lock's, semaphore's or rate limit's). */
     readonly key: string,

@@ -33,6 +33,7 @@ export type ReactorErrorCode =
   | 'LOCK_CONTENDED'
   | 'SEMAPHORE_FULL'
   | 'RATE_LIMITED'
+  | 'ORDER_WAIT'
   | 'INTERNAL';
 
 /** The JSON form of an error, as stored with a run and shown by `ReactorClient.get`. */

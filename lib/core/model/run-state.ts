@@ -156,7 +156,14 @@ export interface RunState {
    * Coordination bookkeeping: the rate limit was charged (once per run), the period bucket of the
    * first execution, and the lock (fence) and semaphore slot kept across a park on async units.
    */
-  coordination?: { charged?: true; periodBucket?: string; lockFence?: number; semaphore?: true };
+  coordination?: {
+    charged?: true;
+    periodBucket?: string;
+    lockFence?: number;
+    semaphore?: true;
+    /** The run's place on its ordered lock: taken at start, given back (advanced) when it ends. */
+    order?: { key: string; nonce: number; epoch: number };
+  };
   /** Async units this run dispatched (`asyncStep`, `asyncReactor`), by step name: each is a run of its own. */
   asyncUnits?: Record<string, AsyncUnitRef>;
   /** Set on the run of an async unit: the run (and step) that dispatched it, resumed when it finishes. */
