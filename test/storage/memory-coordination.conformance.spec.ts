@@ -1,4 +1,4 @@
-import { MemoryCoordinationStore } from '../../lib/storage/memory';
+import { createMemoryAdapters, MemoryCoordinationStore } from '../../lib/storage/memory';
 import { describeCoordinationStoreConformance } from '../conformance/coordination-store.conformance';
 import { ManualClock } from '../conformance/manual-clock';
 import { T0 } from '../conformance/run-state.factory';
@@ -85,5 +85,12 @@ describe('MemoryCoordinationStore: time from its clock', () => {
     clock.advance(30 * 24 * 60 * 60 * 1000);
     for (let i = 0; i < 1024; i++) await store.isPeriodMarked('other', 'b');
     expect(sizes()).toEqual([0, 0, 0, 0, 0]);
+  });
+
+  it('is built by createMemoryAdapters on the same clock as the other adapters', async () => {
+    const clock = new ManualClock(T0 + 42);
+    const { coordination } = createMemoryAdapters(clock);
+    expect(coordination).toBeInstanceOf(MemoryCoordinationStore);
+    await expect(coordination.now()).resolves.toBe(T0 + 42);
   });
 });
