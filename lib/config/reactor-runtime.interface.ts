@@ -1,4 +1,12 @@
-import type { InterruptStore, JobDispatcher, JobHandler, LockManager, MapStore, ReactorStorage } from '../core';
+import type {
+  CoordinationStore,
+  InterruptStore,
+  JobDispatcher,
+  JobHandler,
+  LockManager,
+  MapStore,
+  ReactorStorage,
+} from '../core';
 import type { ReactorWorkerHost } from './reactor-worker-host.interface';
 
 /**
@@ -15,6 +23,11 @@ export interface ReactorRuntime {
   readonly maps: MapStore;
   /** Resume claims and correlation ids of interrupts, on the same runs as {@link storage}. */
   readonly interrupts: InterruptStore;
+  /**
+   * Locks, semaphores, rate limits, periods and ordered locks shared by every process on the same
+   * backend, with time read from the store.
+   */
+  readonly coordination: CoordinationStore;
   readonly dispatcher: JobDispatcher;
   /**
    * Start delivering jobs to `handler`. Called once, at application bootstrap; jobs dispatched

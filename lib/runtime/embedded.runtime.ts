@@ -5,6 +5,7 @@ import { createMemoryAdapters } from '../storage/memory/create-memory-adapters';
 import type { MemoryLockManager } from '../storage/memory/memory-lock.manager';
 import type { MemoryMapStore } from '../storage/memory/memory-map.store';
 import type { MemoryInterruptStore } from '../storage/memory/memory-interrupt.store';
+import type { MemoryCoordinationStore } from '../storage/memory/memory-coordination.store';
 import type { MemoryReactorStorage } from '../storage/memory/memory-reactor.storage';
 import { type ReactorRuntime, messages } from '../config';
 
@@ -21,6 +22,7 @@ export class EmbeddedReactorRuntime implements ReactorRuntime {
   readonly locks: MemoryLockManager;
   readonly maps: MemoryMapStore;
   readonly interrupts: MemoryInterruptStore;
+  readonly coordination: MemoryCoordinationStore;
   readonly dispatcher: InProcessJobDispatcher;
 
   constructor(
@@ -28,9 +30,10 @@ export class EmbeddedReactorRuntime implements ReactorRuntime {
     logger: LoggerService,
     options: { maxContextBytes?: number; inputCipher?: InputCipher } = {},
   ) {
-    const { storage, locks, maps, interrupts } = createMemoryAdapters(clock, options);
+    const { storage, locks, maps, interrupts, coordination } = createMemoryAdapters(clock, options);
     this.maps = maps;
     this.interrupts = interrupts;
+    this.coordination = coordination;
     this.storage = storage;
     this.locks = locks;
     this.dispatcher = new InProcessJobDispatcher(clock, (error, job) =>

@@ -7,6 +7,7 @@ import { RedisKeys } from '../storage/redis/redis.keys';
 import { RedisLockManager } from '../storage/redis/redis-lock.manager';
 import { RedisMapStore } from '../storage/redis/redis-map.store';
 import { RedisInterruptStore } from '../storage/redis/redis-interrupt.store';
+import { RedisCoordinationStore } from '../storage/redis/redis-coordination.store';
 import { RedisReactorStorage } from '../storage/redis/redis-reactor.storage';
 import type { RedisConnection } from '../storage/redis/redis-scripts';
 import { BullMqJobDispatcher } from '../queue/bullmq-job.dispatcher';
@@ -34,6 +35,7 @@ export class RedisReactorRuntime implements ReactorRuntime {
   readonly locks: RedisLockManager;
   readonly maps: RedisMapStore;
   readonly interrupts: RedisInterruptStore;
+  readonly coordination: RedisCoordinationStore;
   readonly dispatcher: BullMqJobDispatcher;
   /** The key builder of the storage and lock manager. */
   readonly keys: RedisKeys;
@@ -86,6 +88,7 @@ export class RedisReactorRuntime implements ReactorRuntime {
       inputCipher: options.inputCipher,
     });
     this.interrupts = new RedisInterruptStore(this.redis, { keys: this.keys });
+    this.coordination = new RedisCoordinationStore(this.redis, { keys: this.keys });
     this.dispatcher = new BullMqJobDispatcher(queue, { jobRetryCount: options.jobRetryCount });
     queue.on('error', (error: Error) => logger.error(messages.queueError('queue', error)));
     logger.log(

@@ -3,6 +3,7 @@ export {
   MemoryReactorStorage,
   MemoryMapStore,
   MemoryInterruptStore,
+  MemoryCoordinationStore,
   createMemoryAdapters,
 } from './memory';
 export type { MemoryReactorStorageOptions, MemoryAdapters } from './memory';
@@ -12,6 +13,7 @@ export {
   RedisLockManager,
   RedisMapStore,
   RedisInterruptStore,
+  RedisCoordinationStore,
   DEFAULT_CONTEXT_TTL_MS,
   defineScripts,
   resolveScriptsDir,
@@ -23,6 +25,7 @@ export type {
   RedisLockManagerOptions,
   RedisMapStoreOptions,
   RedisInterruptStoreOptions,
+  RedisCoordinationStoreOptions,
   MapKeyPart,
   RedisConnection,
   ScriptName,

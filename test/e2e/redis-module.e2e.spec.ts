@@ -69,6 +69,24 @@ describe('ReactorModule on Redis (e2e)', () => {
     }
   });
 
+  it("builds the coordination store on the runtime's connection and keys", async () => {
+    const p = prefix('e2e-coordination');
+    const { app } = await createRedisApp(p, { sweeper: { enabled: false } });
+    try {
+      const runtime = app.get<RedisReactorRuntime>(REACTOR_RUNTIME);
+      await expect(runtime.coordination.acquireLock('invoice:42', 'run-a', 60_000)).resolves.toEqual({
+        acquired: true,
+        fence: 1,
+        count: 1,
+      });
+      const held = runtime.keys.coordinationKey('lock', encodeURIComponent('invoice:42'), 'held');
+      expect(held.startsWith(p)).toBe(true);
+      expect(await files.redis().hgetall(held)).toEqual({ owner: 'run-a', count: '1', fence: '1' });
+    } finally {
+      await app.close();
+    }
+  });
+
   it('forRootAsync with runtime redis builds the Redis runtime from the factory', async () => {
     const p = prefix('e2e-async');
     @Module({ providers: [{ provide: ConfigService, useValue: new ConfigService(p) }], exports: [ConfigService] })

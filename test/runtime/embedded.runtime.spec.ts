@@ -55,6 +55,24 @@ describe('EmbeddedReactorRuntime', () => {
     await runtime.close();
   });
 
+  it('coordinates on its clock with an in-memory coordination store', async () => {
+    const clock = new ManualClock();
+    const runtime = new EmbeddedReactorRuntime(clock, new CapturingLogger());
+    await expect(runtime.coordination.now()).resolves.toBe(T0);
+    await expect(runtime.coordination.acquireLock('invoice:42', 'run-a', 1000)).resolves.toEqual({
+      acquired: true,
+      fence: 1,
+      count: 1,
+    });
+    clock.advance(1001);
+    await expect(runtime.coordination.acquireLock('invoice:42', 'run-b', 1000)).resolves.toEqual({
+      acquired: true,
+      fence: 2,
+      count: 1,
+    });
+    await runtime.close();
+  });
+
   it('logs a job that throws, naming the run and reactor', async () => {
     const logger = new CapturingLogger();
     const runtime = new EmbeddedReactorRuntime(systemClock, logger);

@@ -3,21 +3,25 @@ import { MemoryLockManager } from './memory-lock.manager';
 import { MemoryReactorStorage } from './memory-reactor.storage';
 import { MemoryMapStore } from './memory-map.store';
 import { MemoryInterruptStore } from './memory-interrupt.store';
+import { MemoryCoordinationStore } from './memory-coordination.store';
 
 /**
  * The embedded runtime's adapters: storage and lock manager sharing one lease table, the map store,
- * and the interrupt store on the same runs.
+ * the interrupt store on the same runs, and the coordination store (locks, semaphores, rate
+ * limits, periods, ordered locks).
  */
 export interface MemoryAdapters {
   storage: MemoryReactorStorage;
   locks: MemoryLockManager;
   maps: MemoryMapStore;
   interrupts: MemoryInterruptStore;
+  coordination: MemoryCoordinationStore;
 }
 
 /**
  * Build a {@link MemoryReactorStorage} fenced by a {@link MemoryLockManager}, both on `clock`, with
- * a {@link MemoryMapStore} and a {@link MemoryInterruptStore} (on the same storage and clock).
+ * a {@link MemoryMapStore}, a {@link MemoryInterruptStore} (on the same storage and clock) and a
+ * {@link MemoryCoordinationStore} (on the same clock).
  * @param clock @default systemClock
  */
 export function createMemoryAdapters(
@@ -32,5 +36,6 @@ export function createMemoryAdapters(
     locks,
     maps: new MemoryMapStore(locks, { inputCipher }),
     interrupts: new MemoryInterruptStore(storage, clock),
+    coordination: new MemoryCoordinationStore(clock),
   };
 }

@@ -3,3 +3,4 @@ export { MemoryReactorStorage, type MemoryReactorStorageOptions } from './memory
 export { createMemoryAdapters, type MemoryAdapters } from './create-memory-adapters';
 export { MemoryMapStore } from './memory-map.store';
 export { MemoryInterruptStore } from './memory-interrupt.store';
+export { MemoryCoordinationStore } from './memory-coordination.store';

@@ -42,6 +42,17 @@ export const SCRIPT_FILES = {
   interruptClaims: 'interruptClaims-2.lua',
   bindCorrelationId: 'bindCorrelationId-2.lua',
   mailResume: 'mailResume-2.lua',
+  lockAcquire: 'lockAcquire-2.lua',
+  lockExtend: 'lockExtend-2.lua',
+  lockRelease: 'lockRelease-1.lua',
+  semaphoreAcquire: 'semaphoreAcquire-1.lua',
+  semaphoreExtend: 'semaphoreExtend-1.lua',
+  semaphoreRelease: 'semaphoreRelease-1.lua',
+  rateConsume: 'rateConsume-1.lua',
+  orderAssign: 'orderAssign-5.lua',
+  orderTurn: 'orderTurn-5.lua',
+  orderHeartbeat: 'orderHeartbeat-2.lua',
+  orderAdvance: 'orderAdvance-5.lua',
 } as const;
 
 /** Name of a bundled script. */
