@@ -44,6 +44,7 @@ export function createReactorEngine(
     locks,
     maps: runtime.maps,
     interrupts: runtime.interrupts,
+    coordination: runtime.coordination,
     interruptRetentionMs: options.contextTtlMs,
     earlyResumeTtlMs: options.earlyResumeTtlMs,
     asyncWaitTimeoutMs: options.asyncWaitTimeoutMs,

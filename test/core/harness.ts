@@ -12,7 +12,7 @@ export function createHarness(
   adapters: { inputCipher?: InputCipher } = {},
 ) {
   const clock = new FakeClock();
-  const { storage, locks, maps, interrupts } = createMemoryAdapters(clock, adapters);
+  const { storage, locks, maps, interrupts, coordination } = createMemoryAdapters(clock, adapters);
   const recorder = new RecordingMiddleware();
   const dispatcher = new InProcessJobDispatcher(clock);
   const saves: string[] = [];
@@ -37,6 +37,7 @@ export function createHarness(
     locks,
     maps,
     interrupts,
+    coordination,
     dispatcher,
     clock,
     middleware: [recorder],
@@ -44,7 +45,7 @@ export function createHarness(
     ...options,
   });
   dispatcher.setHandler((job) => engine.handleJob(job));
-  return { engine, clock, storage, locks, maps, interrupts, recorder, dispatcher, saves };
+  return { engine, clock, storage, locks, maps, interrupts, coordination, recorder, dispatcher, saves };
 }
 
 /** A promise with its resolve function, to hold a step open until the test releases it. */

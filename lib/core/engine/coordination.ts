@@ -231,7 +231,13 @@ export class Coordination {
           }
           // A finished run gives its turn to the next (a failed one is remembered by strict mode).
           if (order && spec.orderedLock && isTerminal(state.status)) {
-            await store.orderAdvance(order.key, order.nonce, order.epoch, state.status === 'failed', spec.orderedLock.ttlMs);
+            await store.orderAdvance(
+              order.key,
+              order.nonce,
+              order.epoch,
+              state.status === 'failed',
+              spec.orderedLock.ttlMs,
+            );
           }
         } finally {
           await this.giveBack(spec, keys, owner, fence);

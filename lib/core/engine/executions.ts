@@ -146,11 +146,7 @@ export class Executions {
    * A run its coordination stops before any step (a used period bucket, a failed predecessor on a
    * strict ordered lock, a reset ordered lock): it halts with the reason, nothing rolled back.
    */
-  async haltBeforeStart(
-    state: RunState,
-    lease: Lease | undefined,
-    halt: HaltBeforeStart['halt'],
-  ): Promise<RunOutcome> {
+  async haltBeforeStart(state: RunState, lease: Lease | undefined, halt: HaltBeforeStart['halt']): Promise<RunOutcome> {
     const now = this.parts.clock.now();
     delete state.handoff;
     state.status = 'halted';

@@ -1,0 +1,219 @@
+import { defineReactor, type ReactorBuilder } from '../../lib/core/definition/builder';
+import type { ReactorOptions } from '../../lib/core/definition/definition';
+import { CoordinationContendedError } from '../../lib/core/errors';
+import { failure, success } from '../../lib/core/results/step-outcome';
+import { createHarness, deferred } from './harness';
+
+type Input = { account: string; fail?: boolean };
+
+/** A reactor whose one step waits on `gate` (when given; account `b` never waits) and fails when asked. */
+function reactor(name: string, options: ReactorOptions, gate?: Promise<void>) {
+  return defineReactor(
+    name,
+    (r: ReactorBuilder<Input>) =>
+      r.step(
+        'work',
+        async ({ account, fail }: Input) => {
+          if (account !== 'b') await gate;
+          return fail ? failure(new Error('boom'), { retryable: false }) : success(`done ${account}`);
+        },
+        {
+          account: r.input('account', { type: 'string' }),
+          fail: r.input('fail', { type: 'boolean', optional: true }),
+        },
+      ),
+    options,
+  );
+}
+
+const byAccount = (i: Record<string, unknown>) => `account:${String(i.account)}`;
+
+describe('coordination (embedded runtime)', () => {
+  it('a lock: a second run on the key is refused to the caller (LOCK_CONTENDED, retryAfterMs) and stores nothing', async () => {
+    const { engine, storage } = createHarness();
+    const gate = deferred();
+    const def = reactor('coord-lock', { lock: { key: byAccount } }, gate.promise);
+    engine.register(def);
+    const first = engine.run(def, { account: 'a' });
+    const error = await engine.run(def, { account: 'a' }, { runId: 'second' }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(CoordinationContendedError);
+    expect(error).toMatchObject({ code: 'LOCK_CONTENDED', key: 'account:a', retryable: true });
+    expect((error as CoordinationContendedError).retryAfterMs).toBeGreaterThan(0);
+    await expect(storage.load('second')).resolves.toBeUndefined();
+    // Another key is free; the first run gives the lock back when it ends.
+    expect(await engine.run(def, { account: 'b' })).toMatchObject({ status: 'completed' });
+    gate.resolve();
+    expect(await first).toMatchObject({ status: 'completed' });
+    expect(await engine.run(def, { account: 'a' })).toMatchObject({ status: 'completed' });
+  });
+
+  it('a semaphore: at most `limit` runs at once; a slot returns when a run ends', async () => {
+    const { engine } = createHarness();
+    const gate = deferred();
+    const def = reactor('coord-sem', { semaphore: { key: () => 'crm', limit: 2 } }, gate.promise);
+    engine.register(def);
+    const running = [engine.run(def, { account: 'a1' }), engine.run(def, { account: 'a2' })];
+    await expect(engine.run(def, { account: 'a3' })).rejects.toMatchObject({ code: 'SEMAPHORE_FULL', key: 'crm' });
+    gate.resolve();
+    for (const outcome of await Promise.all(running)) expect(outcome.status).toBe('completed');
+    expect(await engine.run(def, { account: 'a3' })).toMatchObject({ status: 'completed' });
+  });
+
+  it('a named rate limit: refused past the window (exact retryAfterMs), allowed in the next window', async () => {
+    const { engine, clock } = createHarness({ rateLimits: { crm: { second: 2 } } });
+    const def = reactor('coord-rate', { rateLimit: 'crm' });
+    engine.register(def);
+    clock.advance(1_000 - (clock.now() % 1_000)); // the start of a window
+    clock.advance(250);
+    expect((await engine.run(def, { account: 'a' })).status).toBe('completed');
+    expect((await engine.run(def, { account: 'b' })).status).toBe('completed');
+    const error = await engine.run(def, { account: 'c' }).catch((e: unknown) => e);
+    expect(error).toMatchObject({ code: 'RATE_LIMITED', key: 'named:crm', retryAfterMs: 750 });
+    clock.advance(750);
+    expect((await engine.run(def, { account: 'c' })).status).toBe('completed');
+  });
+
+  it('an unknown named rate limit fails the registration, naming it and the fix', () => {
+    const { engine } = createHarness({ rateLimits: { crm: { second: 2 } } });
+    expect(() => engine.register(reactor('coord-rate-unknown', { rateLimit: 'stripe' }))).toThrow(
+      /uses rate limit 'stripe', which is not registered/,
+    );
+  });
+
+  it('a period: once per UTC bucket; a second run halts with the key; a failed run does not mark it', async () => {
+    const { engine, clock } = createHarness();
+    const def = reactor('coord-period', { period: { key: byAccount, every: 'day' } });
+    engine.register(def);
+    clock.advance(86_400_000 - (clock.now() % 86_400_000) + 3_600_000); // 01:00 UTC of a day
+    expect((await engine.run(def, { account: 'a', fail: true })).status).toBe('failed');
+    expect((await engine.run(def, { account: 'a' })).status).toBe('completed');
+    const again = await engine.run(def, { account: 'a' });
+    expect(again).toMatchObject({ status: 'halted', reason: 'period' });
+    expect((await engine.get(again.runId))?.halt?.details).toMatchObject({ key: 'account:a' });
+    expect((await engine.run(def, { account: 'b' })).status).toBe('completed');
+    clock.advance(86_400_000);
+    expect((await engine.run(def, { account: 'a' })).status).toBe('completed');
+  });
+
+  it('in a worker, a contended run snoozes (no retry spent) and runs once the lock is free', async () => {
+    const { engine, dispatcher } = createHarness({
+      snoozeDelayMs: 10,
+      snoozeJitterMs: 0,
+      lockSnoozeMaxAttempts: 10_000,
+    });
+    const contended: number[] = [];
+    const dispatch = dispatcher.dispatch.bind(dispatcher);
+    jest.spyOn(dispatcher, 'dispatch').mockImplementation(async (job, options) => {
+      if (job.contentions) contended.push(job.contentions);
+      return dispatch(job, options);
+    });
+    const gate = deferred();
+    const calls: string[] = [];
+    const def = defineReactor(
+      'coord-worker',
+      (r: ReactorBuilder<Input>) =>
+        r.step(
+          'work',
+          async ({ account }: Input) => {
+            calls.push(account);
+            if (calls.length === 1) await gate.promise;
+            return success(account);
+          },
+          { account: r.input('account', { type: 'string' }) },
+        ),
+      { lock: { key: () => 'one-at-a-time' }, background: { all: true } },
+    );
+    engine.register(def);
+    const a = await engine.start(def, { account: 'a' });
+    const b = await engine.start(def, { account: 'b' });
+    // b waits for the lock: its job is snoozed (counted in `contentions`), its step not attempted.
+    while (contended.length === 0) await new Promise((resolve) => setImmediate(resolve));
+    expect(calls).toEqual(['a']);
+    gate.resolve();
+    await dispatcher.idle();
+    expect(await engine.wait(a.runId)).toMatchObject({ status: 'completed' });
+    expect(await engine.wait(b.runId)).toMatchObject({ status: 'completed', attempts: { work: 1 } });
+    expect(calls.sort()).toEqual(['a', 'b']);
+  });
+
+  it('in a worker, a run still contended after lockSnoozeMaxAttempts fails with the code', async () => {
+    const { engine, dispatcher } = createHarness({ lockSnoozeMaxAttempts: 0 });
+    const gate = deferred();
+    const def = reactor('coord-give-up', { lock: { key: () => 'k' }, background: { all: true } }, gate.promise);
+    engine.register(def);
+    const a = await engine.start(def, { account: 'a' });
+    const b = await engine.start(def, { account: 'b' });
+    const failed = await engine.wait(b.runId, { timeoutMs: 60_000 });
+    expect(failed).toMatchObject({ status: 'failed', failure: { code: 'LOCK_CONTENDED' } });
+    gate.resolve();
+    await dispatcher.idle();
+    expect(await engine.wait(a.runId)).toMatchObject({ status: 'completed' });
+  });
+
+  describe('ordered lock', () => {
+    function ordered(name: string, strict: boolean, log: string[], gate?: Promise<void>) {
+      return defineReactor(
+        name,
+        (r: ReactorBuilder<Input>) =>
+          r.step(
+            'apply',
+            async ({ account, fail }: Input) => {
+              log.push(account);
+              if (account === 'first') await gate;
+              return fail ? failure(new Error('rejected'), { retryable: false }) : success(account);
+            },
+            {
+              account: r.input('account', { type: 'string' }),
+              fail: r.input('fail', { type: 'boolean', optional: true }),
+            },
+          ),
+        { orderedLock: { key: () => 'ledger', strict, poisonPillMs: 60_000 }, background: { all: true } },
+      );
+    }
+
+    it('runs apply strictly in start order, each waiting for its turn', async () => {
+      const log: string[] = [];
+      const { engine, dispatcher } = createHarness({ snoozeDelayMs: 10, snoozeJitterMs: 0 });
+      const gate = deferred();
+      const def = ordered('coord-ordered', true, log, gate.promise);
+      engine.register(def);
+      const runs = [];
+      for (const account of ['first', 'second', 'third', 'fourth']) runs.push(await engine.start(def, { account }));
+      while (log.length === 0) await new Promise((resolve) => setImmediate(resolve));
+      gate.resolve();
+      await dispatcher.idle();
+      for (const run of runs) expect((await engine.wait(run.runId)).status).toBe('completed');
+      expect(log).toEqual(['first', 'second', 'third', 'fourth']);
+    });
+
+    it('strict: the runs after a failed one halt (ordered_lock_chain_failed); lenient: they pass', async () => {
+      for (const strict of [true, false]) {
+        const log: string[] = [];
+        const { engine, dispatcher } = createHarness({ snoozeDelayMs: 10, snoozeJitterMs: 0 });
+        const def = ordered(`coord-ordered-${strict}`, strict, log);
+        engine.register(def);
+        const bad = await engine.start(def, { account: 'bad', fail: true });
+        const next = await engine.start(def, { account: 'next' });
+        await dispatcher.idle();
+        expect((await engine.wait(bad.runId)).status).toBe('failed');
+        const outcome = await engine.wait(next.runId);
+        if (strict) expect(outcome).toMatchObject({ status: 'halted', reason: 'ordered_lock_chain_failed' });
+        else expect(outcome).toMatchObject({ status: 'completed' });
+        expect(log).toEqual(strict ? ['bad'] : ['bad', 'next']);
+      }
+    });
+
+    it('a holder that stops heartbeating is skipped after the poison-pill timeout', async () => {
+      const log: string[] = [];
+      const { engine, dispatcher, coordination } = createHarness({ snoozeDelayMs: 5_000, snoozeJitterMs: 0 });
+      const def = ordered('coord-ordered-poison', true, log);
+      engine.register(def);
+      // A holder took nonce 1 and died before it ever ran.
+      expect(await coordination.assignOrder('ledger', 86_400_000)).toMatchObject({ nonce: 1 });
+      const run = await engine.start(def, { account: 'after-the-dead' });
+      await dispatcher.idle();
+      expect(await engine.wait(run.runId)).toMatchObject({ status: 'completed' });
+      expect(log).toEqual(['after-the-dead']);
+    });
+  });
+});
