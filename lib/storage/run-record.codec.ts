@@ -489,6 +489,7 @@ function progress(state: RunState): Omit<RunState, Collection | keyof Identity> 
     interrupts: state.interrupts,
     asyncUnits: state.asyncUnits,
     coordination: state.coordination,
+    stepContentions: state.stepContentions,
     asyncParent: state.asyncParent,
     retryAt: state.retryAt,
     updatedAt: state.updatedAt,

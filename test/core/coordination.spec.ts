@@ -216,4 +216,58 @@ describe('coordination (embedded runtime)', () => {
       expect(log).toEqual(['after-the-dead']);
     });
   });
+
+  describe("a step's own lock", () => {
+    function withStepLock(name: string, log: string[], gate?: Promise<void>) {
+      return defineReactor(name, (r: ReactorBuilder<Input>) =>
+        r.step(
+          'charge',
+          {
+            run: async ({ account }: Input) => {
+              log.push(`run:${account}`);
+              if (account === 'first') await gate;
+              return success(account);
+            },
+            undo: (_v: unknown, { account }: Input) => void log.push(`undo:${account}`),
+          },
+          { account: r.input('account', { type: 'string' }) },
+          { lock: { key: () => 'card-processor', ttlMs: 5_000 } },
+        ),
+      );
+    }
+
+    it('a step whose lock is taken never starts: the run waits (its attempts unspent) and goes on once it is free', async () => {
+      const log: string[] = [];
+      const { engine, dispatcher } = createHarness();
+      const gate = deferred();
+      const def = withStepLock('coord-step-lock', log, gate.promise);
+      engine.register(def);
+      const first = engine.run(def, { account: 'first' });
+      while (log.length === 0) await new Promise((resolve) => setImmediate(resolve));
+      const second = await engine.run(def, { account: 'second' });
+      expect(second.status).toBe('dispatched'); // handed to a worker to wait for the lock
+      expect(log).toEqual(['run:first']);
+      gate.resolve();
+      expect(await first).toMatchObject({ status: 'completed' });
+      await dispatcher.idle();
+      expect(await engine.wait(second.runId)).toMatchObject({ status: 'completed', attempts: { charge: 1 } });
+      expect(log).toEqual(['run:first', 'run:second']);
+    });
+
+    it('undo takes the step lock again; when it stays taken the undo is reported (coordinationUnavailable)', async () => {
+      const log: string[] = [];
+      const { engine, coordination } = createHarness();
+      const def = withStepLock('coord-step-undo', log);
+      engine.register(def);
+      const done = await engine.run(def, { account: 'a' });
+      const other = await coordination.acquireLock('card-processor', 'someone-else', 60_000);
+      expect(other.acquired).toBe(true);
+      const undone = await engine.undo(done.runId);
+      expect(undone).toMatchObject({
+        status: 'cancelled',
+        rollbackFailures: [{ step: 'charge', kind: 'undo', reason: 'coordinationUnavailable' }],
+      });
+      expect(log).toEqual(['run:a']);
+    });
+  });
 });

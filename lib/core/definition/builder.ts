@@ -3,6 +3,7 @@ import type { RetryOptions } from './retry-policy';
 import type { InputContract, OutputContract } from './contract-spec';
 import { finishDefinition, type PendingStep } from './finish-definition';
 import { toInterruptSpec, type InterruptOptions } from './interrupt-spec';
+import type { StepCoordinationOptions } from './coordination-spec';
 import type { HandlerSpec, MapSpec, ReactorDefinition, ReactorOptions } from './definition';
 import type { MapResults } from '../results/map-results';
 import { toInputDefinition, type InputDefinition, type InputSpec } from './input-spec';
@@ -42,6 +43,10 @@ export interface StepUseOptions {
   output?: OutputContract;
   /** Argument names to redact in traces and failures. */
   redact?: string[];
+  /** A lock around the step's body (overrides the step class's); see `StepOptions.lock`. */
+  lock?: StepCoordinationOptions['lock'];
+  /** A semaphore around the step's body (overrides the step class's); see `StepOptions.semaphore`. */
+  semaphore?: StepCoordinationOptions['semaphore'];
 }
 
 /** Options of a compose step. */
@@ -150,6 +155,10 @@ export class ReactorBuilder<I> {
       output: options.output ?? classMeta?.output,
       redact: [...(classMeta?.redact ?? []), ...(options.redact ?? [])],
       reads: [],
+      coordination: {
+        lock: options.lock ?? classMeta?.lock,
+        semaphore: options.semaphore ?? classMeta?.semaphore,
+      },
     });
     return new Ref({ kind: 'result', step: name, ops: [] });
   }

@@ -45,6 +45,33 @@ export interface OrderedLockOptions {
   ttlMs?: number;
 }
 
+/** A step's own lock and semaphore, keyed on its resolved arguments. */
+export interface StepCoordinationOptions {
+  lock?: { key: (args: Record<string, unknown>) => string; ttlMs?: number };
+  semaphore?: { key: (args: Record<string, unknown>) => string; limit: number; leaseMs?: number };
+}
+
+/** A step's coordination, as the definition holds it. */
+export interface StepCoordinationSpec {
+  readonly lock?: { readonly key: (args: Record<string, unknown>) => string; readonly ttlMs: number };
+  readonly semaphore?: {
+    readonly key: (args: Record<string, unknown>) => string;
+    readonly limit: number;
+    readonly leaseMs: number;
+  };
+}
+
+/** Normalize a step's coordination options; a string is the problem (the caller names the step). */
+export function toStepCoordinationSpec(options: StepCoordinationOptions): StepCoordinationSpec | string | undefined {
+  if (!options.lock && !options.semaphore) return undefined;
+  const spec = toCoordinationSpec({
+    lock: options.lock as LockOptions | undefined,
+    semaphore: options.semaphore as SemaphoreOptions | undefined,
+  });
+  if (typeof spec === 'string') return spec.replace('of the inputs', 'of the arguments');
+  return spec as StepCoordinationSpec | undefined;
+}
+
 /** The coordination of a reactor, as the definition holds it. */
 export interface CoordinationSpec {
   readonly orderedLock?: Required<OrderedLockOptions>;

@@ -5,6 +5,7 @@ import type {
   PeriodOptions,
   RateLimitOptions,
   SemaphoreOptions,
+  StepCoordinationSpec,
 } from './coordination-spec';
 import type { InterruptSpec } from './interrupt-spec';
 import type { ReactorMiddleware } from '../middleware/events';
@@ -79,6 +80,8 @@ export interface StepDefinition {
   readonly output?: StepContract;
   /** Argument names redacted in traces and failures (declared, or wired from redacted inputs). */
   readonly redact: readonly string[];
+  /** The step's own lock and semaphore, around its body, undo and compensate. */
+  readonly coordination?: StepCoordinationSpec;
 }
 
 /** Where the background hand-off of a reactor is. */

@@ -1,4 +1,4 @@
-import { toCoordinationSpec } from './coordination-spec';
+import { toCoordinationSpec, toStepCoordinationSpec, type StepCoordinationOptions } from './coordination-spec';
 import { createHash } from 'node:crypto';
 import { DefinitionError } from '../errors/definition.error';
 import { findCycle } from '../graph/dependency-graph';
@@ -23,6 +23,8 @@ export interface PendingStep {
   redact: string[];
   /** Sources the step reads besides its args (a map's source and element inputs). */
   reads: ArgSource[];
+  /** The step's own lock and semaphore. */
+  coordination?: StepCoordinationOptions;
 }
 
 /**
@@ -62,6 +64,8 @@ export function finishDefinition<I, O>(
     }
     const retries = toRetryPolicy(p.retries);
     if (typeof retries === 'string') fail(`step '${p.name}': ${retries}`, p.name);
+    const coordination = p.coordination ? toStepCoordinationSpec(p.coordination) : undefined;
+    if (typeof coordination === 'string') fail(`step '${p.name}': ${coordination}`, p.name);
     const input = contractOf(p, 'input', fail);
     const output = contractOf(p, 'output', fail);
     const args = autoWire(p, input, inputDefs, fail);
@@ -80,6 +84,7 @@ export function finishDefinition<I, O>(
       input,
       output,
       redact: Object.freeze([...new Set([...p.redact, ...redactedFromInputs, ...redactedByContract])]),
+      ...(coordination ? { coordination } : {}),
     });
   });
 

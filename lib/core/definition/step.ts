@@ -1,3 +1,4 @@
+import type { StepCoordinationOptions } from './coordination-spec';
 import type { StepOutcome } from '../results/step-outcome';
 import type { InputContract, OutputContract } from './contract-spec';
 import { classMetadata } from './class-metadata';
@@ -63,6 +64,13 @@ export interface StepOptions {
   redact?: string[];
   /** Free text for people (shown by `describe` and docs tooling). */
   description?: string;
+  /**
+   * An exclusive lock the step holds around its body (and takes again for its undo and compensate),
+   * keyed on its resolved arguments: `{ key: (args) => \`account:${args.accountId}\` }`.
+   */
+  lock?: StepCoordinationOptions['lock'];
+  /** At most `limit` runs inside the step at once per key (see {@link lock}). */
+  semaphore?: StepCoordinationOptions['semaphore'];
 }
 
 /** Metadata recorded by `@Step`. */

@@ -134,6 +134,8 @@ export interface EngineParts {
   readonly earlyResumeTtlMs: number;
   readonly asyncWaitTimeoutMs: number;
   readonly asyncParkTimeoutMs: number;
+  readonly coordination?: CoordinationStore;
+  readonly lockSnoozeMaxAttempts: number;
   readonly clock: Clock;
   readonly resolver: StepResolver;
   readonly middleware: MiddlewareRunner;

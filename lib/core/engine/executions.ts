@@ -44,6 +44,8 @@ export class Executions {
       interrupts: parts.interrupts,
       interruptRetentionMs: parts.interruptRetentionMs,
       asyncWaitTimeoutMs: parts.asyncWaitTimeoutMs,
+      coordination: parts.coordination,
+      lockSnoozeMaxAttempts: parts.lockSnoozeMaxAttempts,
       asyncParkTimeoutMs: parts.asyncParkTimeoutMs,
       awaitRun: (runId, timeoutMs) =>
         this.waiters.until(runId, { timeoutMs, settled: (s) => isTerminal(s.status) }).catch(() => undefined),

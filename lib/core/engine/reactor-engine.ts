@@ -66,6 +66,8 @@ export class ReactorEngine {
       earlyResumeTtlMs: options.earlyResumeTtlMs ?? ENGINE_DEFAULTS.earlyResumeTtlMs,
       asyncWaitTimeoutMs: options.asyncWaitTimeoutMs ?? ENGINE_DEFAULTS.asyncWaitTimeoutMs,
       asyncParkTimeoutMs: options.asyncParkTimeoutMs ?? ENGINE_DEFAULTS.asyncParkTimeoutMs,
+      coordination: options.coordination,
+      lockSnoozeMaxAttempts: options.lockSnoozeMaxAttempts ?? ENGINE_DEFAULTS.lockSnoozeMaxAttempts,
       clock: options.clock ?? systemClock,
       resolver: options.resolver ?? new ConstructingStepResolver(),
       middleware: new MiddlewareRunner(options.middleware ?? [], logger),
@@ -135,6 +137,13 @@ export class ReactorEngine {
 
   /** A reactor that stores its inputs encrypted needs adapters that can. */
   private checkCoordination(def: ReactorDefinition): void {
+    const step = def.steps.find((s) => s.coordination);
+    if (step && !this.coordination.available) {
+      throw new ConfigurationError(
+        `Reactor '${def.name}' step '${step.name}' declares a lock or semaphore, but the engine has no coordination store (its \`coordination\` option).`,
+        'coordination',
+      );
+    }
     if (!def.coordination) return;
     if (!this.coordination.available) {
       throw new ConfigurationError(

@@ -3,6 +3,7 @@ import type { MiddlewareRunner } from '../middleware/middleware-runner';
 import type { Clock } from '../ports/clock.port';
 import type { ReactorJob } from '../ports/job-dispatcher.port';
 import type { Lease } from '../ports/lock-manager.port';
+import type { CoordinationStore } from '../ports/coordination-store.port';
 import type { InterruptStore } from '../ports/interrupt-store.port';
 import type { MapStore } from '../ports/map-store.port';
 import type { ReactorStorage } from '../ports/reactor-storage.port';
@@ -46,6 +47,10 @@ export interface ExecutionEnv {
   asyncWaitTimeoutMs?: number;
   /** How long a worker waits for an async unit (from its dispatch) before the reading step fails. */
   asyncParkTimeoutMs?: number;
+  /** Steps' own locks and semaphores. */
+  coordination?: CoordinationStore;
+  /** How many times a step waits for its lock or semaphore before it fails. */
+  lockSnoozeMaxAttempts?: number;
   /** Resolve when run `runId` is terminal (or paused), or after `timeoutMs` (with it as it is then). */
   awaitRun?: (runId: string, timeoutMs: number) => Promise<unknown>;
 }

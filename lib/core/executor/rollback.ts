@@ -3,10 +3,11 @@
  * first, then end the run in the plan's target status. The plan is saved before it starts and
  * after each step of it, so a worker finishes it if this process dies.
  */
+import { retakeForRollback } from './step-coordination';
 import type { StepDefinition } from '../definition/definition';
 import type { RollbackFailure } from '../model/failure';
 import type { UndoEntry } from '../model/run-state';
-import { stepKindOf } from '../steps';
+import { stepKindOf, type RollbackReport } from '../steps';
 import type { RunScope } from './run-scope';
 import type { StepFailed } from './step-runner';
 
@@ -92,7 +93,9 @@ export async function undoEntry(scope: RunScope, entry: UndoEntry): Promise<Roll
     ];
   }
   await scope.emitStep(step, { type: 'undo.start' });
-  const report = await stepKindOf(step).undo(scope, step, entry);
+  const report = await underStepCoordination(scope, step, entry.args, 'undo', () =>
+    stepKindOf(step).undo(scope, step, entry),
+  );
   const ok = report.failures.length === 0;
   scope.trace({ type: 'undo', step: step.name, ok, detail: report.detail });
   await scope.emitStep(step, ok ? { type: 'undo.complete' } : { type: 'undo.fail', error: failMessage(report) });
@@ -109,7 +112,9 @@ async function compensateStep(
   const kind = stepKindOf(step);
   if (!kind.compensate) return [];
   await scope.emitStep(step, { type: 'compensation.start' });
-  const report = await kind.compensate(scope, step, error, args);
+  const report = await underStepCoordination(scope, step, args, 'compensate', () =>
+    kind.compensate!(scope, step, error, args),
+  );
   const ok = report.failures.length === 0;
   scope.trace({ type: 'compensate', step: step.name, ok, detail: report.detail });
   await scope.emitStep(
@@ -117,6 +122,24 @@ async function compensateStep(
     ok ? { type: 'compensation.complete' } : { type: 'compensation.fail', error: failMessage(report) },
   );
   return report.failures;
+}
+
+/** Run a step's undo or compensate holding its lock and semaphore again (a failure to take them is reported). */
+async function underStepCoordination(
+  scope: RunScope,
+  step: StepDefinition,
+  args: Record<string, unknown>,
+  kind: RollbackFailure['kind'],
+  run: () => Promise<RollbackReport>,
+): Promise<RollbackReport> {
+  if (!step.coordination) return run();
+  const hold = await retakeForRollback(scope, step, args, kind);
+  if (!('release' in hold)) return { failures: [hold], detail: hold.message };
+  try {
+    return await run();
+  } finally {
+    await hold.release();
+  }
 }
 
 function failMessage(report: { failures: RollbackFailure[]; error?: string }): string {

@@ -2,6 +2,8 @@
  * Running one step: resolve its arguments, check its input contract, then attempt its body (through
  * its kind) under the retry policy, check the output contract, and say how the step settled.
  */
+import { CoordinationContendedError } from '../errors/coordination.error';
+import { takeStepCoordination, type StepHold } from './step-coordination';
 import type { StepDefinition } from '../definition/definition';
 import { redactArgs, redactInputs } from '../definition/redaction';
 import { backoffDelay } from '../definition/retry-policy';
@@ -37,7 +39,7 @@ export interface StepFailed {
 
 /** Run `step` of `scope`'s run to a {@link StepResult}. */
 export async function runStep(scope: RunScope, step: StepDefinition): Promise<StepResult> {
-  const { def, state, env } = scope;
+  const { def, state } = scope;
   let args: Record<string, unknown>;
   try {
     args = scope.resolveArgs(step);
@@ -75,6 +77,59 @@ export async function runStep(scope: RunScope, step: StepDefinition): Promise<St
   const kind = stepKindOf(step);
   const tooLarge = argumentsOverBudget(scope, step, args, kind.hasUndoWork(scope, step));
   if (tooLarge) return stepFailed(scope, step, tooLarge, args, { compensate: false });
+  // The step's own lock and semaphore: a step that cannot take them never started.
+  let hold: StepHold;
+  try {
+    hold = await takeStepCoordination(scope, step, args);
+  } catch (error) {
+    if (!(error instanceof CoordinationContendedError)) throw error;
+    return stepContended(scope, step, args, error);
+  }
+  if (state.stepContentions) delete state.stepContentions[step.name];
+  try {
+    return await attempts(scope, step, args, shownArgs);
+  } finally {
+    await hold.release();
+  }
+}
+
+/**
+ * A step whose lock or semaphore is taken waits (its attempts are not spent): in a worker the run is
+ * resumed after the wait, in a caller it is handed to a worker the same way (or waits here without
+ * one); past `lockSnoozeMaxAttempts` waits the step fails with the contention's code, not compensated.
+ */
+async function stepContended(
+  scope: RunScope,
+  step: StepDefinition,
+  args: Record<string, unknown>,
+  error: CoordinationContendedError,
+): Promise<StepResult> {
+  const { state, env } = scope;
+  const waited = ((state.stepContentions ??= {})[step.name] ?? 0) + 1;
+  state.stepContentions[step.name] = waited;
+  if (waited > (env.lockSnoozeMaxAttempts ?? 20)) {
+    delete state.stepContentions[step.name];
+    return stepFailed(scope, step, error, args, { compensate: false });
+  }
+  const delayMs = Math.max(1, Math.min(error.retryAfterMs, 5_000));
+  scope.trace({ type: 'retry', step: step.name, delayMs, detail: error.message });
+  if (env.enqueueResume) {
+    state.retryAt = { ...state.retryAt, [step.name]: env.clock.now() + delayMs };
+    return { kind: 'retry', step, delayMs };
+  }
+  await env.clock.sleep(delayMs);
+  return runStep(scope, step);
+}
+
+/** Invoke the step's kind under its retry policy. */
+async function attempts(
+  scope: RunScope,
+  step: StepDefinition,
+  args: Record<string, unknown>,
+  shownArgs: Record<string, unknown>,
+): Promise<StepResult> {
+  const { def, state, env } = scope;
+  const kind = stepKindOf(step);
   for (;;) {
     const adopting = kind.adopting?.(scope, step) ?? false;
     const attempt = (state.attempts[step.name] ?? 0) + (adopting ? 0 : 1);

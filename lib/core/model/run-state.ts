@@ -164,6 +164,8 @@ export interface RunState {
     /** The run's place on its ordered lock: taken at start, given back (advanced) when it ends. */
     order?: { key: string; nonce: number; epoch: number };
   };
+  /** Steps waiting for their own lock or semaphore: how many times each waited (capped). */
+  stepContentions?: Record<string, number>;
   /** Async units this run dispatched (`asyncStep`, `asyncReactor`), by step name: each is a run of its own. */
   asyncUnits?: Record<string, AsyncUnitRef>;
   /** Set on the run of an async unit: the run (and step) that dispatched it, resumed when it finishes. */
