@@ -2,10 +2,11 @@
  * `npm run bench`: every benchmark, each beside a baseline measured in the same run. Prints
  * Markdown tables that bench/RESULTS.md records. Never part of `npm test`.
  *
- * `npm run bench -- engine durable map user` runs only the named groups. Redis: a private
- * `redis-server` on a free port (command counts are server-wide), or BENCH_REDIS_URL.
+ * `npm run bench -- engine durable map user coordination` runs only the named groups. Redis: a
+ * private `redis-server` on a free port (command counts are server-wide), or BENCH_REDIS_URL.
  */
 import * as os from 'node:os';
+import { coordinationRates, printCoordination } from './coordination.bench';
 import { durableRuns, printDurable } from './durable.bench';
 import { engineOverhead, printOverhead } from './engine-overhead.bench';
 import { mapFanOut, printMapFanOut } from './map.bench';
@@ -23,6 +24,7 @@ async function main(): Promise<void> {
   if (want('durable')) printDurable(await durableRuns());
   if (want('map')) printMapFanOut(await mapFanOut());
   if (want('user')) printUserPath(await userPath());
+  if (want('coordination')) printCoordination(await coordinationRates());
   stopBenchRedis();
 }
 
