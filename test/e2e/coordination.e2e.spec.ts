@@ -41,8 +41,8 @@ class PeriodReactor implements ReactorBlueprint<Input> {
 }
 
 @Reactor('e2e-coord-ordered', { orderedLock: { key: () => 'ledger' }, background: { all: true } })
-class OrderedReactor implements ReactorBlueprint<Input> {
-  build(r: ReactorBuilder<Input>) {
+class OrderedReactor implements ReactorBlueprint<{ id: string; seq: number }> {
+  build(r: ReactorBuilder<{ id: string; seq: number }>) {
     return r.step(
       'apply',
       async ({ seq }: { seq: number }) => {
