@@ -434,3 +434,151 @@ export class ChaosAsyncReactor implements ReactorBlueprint<Seed> {
 
 /** Async unit fixtures (registered in the worker app and given to producers). */
 export const CHAOS_ASYNC_PROVIDERS: Provider[] = [ChaosAsyncReactor];
+
+/** Injection token of the {@link CoordinationChaosConfig}. */
+export const COORDINATION_CHAOS_CONFIG = 'COORDINATION_CHAOS_CONFIG';
+
+/** Extra switches of the coordination chaos fixtures. */
+export interface CoordinationChaosConfig {
+  /**
+   * With `crashAtStep` naming the ledger step: only the run of this sequence number misbehaves
+   * (the others apply normally). Unset: every run's ledger step misbehaves as configured.
+   */
+  crashAtSeq?: number;
+}
+
+/** The coordination switches of a worker child process, from its environment (CRASH_AT_SEQ). */
+export function coordinationChaosConfigFromEnv(env: NodeJS.ProcessEnv = process.env): CoordinationChaosConfig {
+  const raw = env.CRASH_AT_SEQ;
+  if (raw === undefined || raw === '') return {};
+  const crashAtSeq = Number(raw);
+  if (!Number.isInteger(crashAtSeq)) throw new Error(`worker-app: CRASH_AT_SEQ must be an integer, got '${raw}'`);
+  return { crashAtSeq };
+}
+
+/** The Redis keys of the coordination chaos tests (under the test's prefix). */
+export class CoordinationKeys {
+  constructor(readonly prefix: string) {}
+  /** Steps of `chaos-sem` inside their body right now, across every process (INCR / DECR). */
+  inFlight(): string {
+    return `${this.prefix}chaos:coord:in-flight`;
+  }
+  /** The highest value `inFlight` ever reached. */
+  maxInFlight(): string {
+    return `${this.prefix}chaos:coord:max-in-flight`;
+  }
+  /** How many `chaos-sem` steps each process ran (HASH: pid -> count). */
+  executedBy(): string {
+    return `${this.prefix}chaos:coord:executed-by`;
+  }
+  /** The sequence numbers the runs of `chaos-ledger` applied, in the order they applied (RPUSH). */
+  ledger(): string {
+    return `${this.prefix}chaos:coord:ledger`;
+  }
+}
+
+/** INCR the in-flight counter (KEYS[1]) and raise the max (KEYS[2]) to it, in one atomic step. */
+const ENTER_IN_FLIGHT_LUA = `
+local now = redis.call('INCR', KEYS[1])
+local max = tonumber(redis.call('GET', KEYS[2]) or '0')
+if now > max then redis.call('SET', KEYS[2], now) end
+return now`;
+
+/**
+ * The body of `chaos-sem`: counts itself in flight (and the max ever in flight) across every
+ * process, holds for `holdMs` (the work), then leaves.
+ */
+@Step('chaos-sem-work')
+export class SemaphoreWorkStep implements StepHandler<{ holdMs: number }, number> {
+  constructor(private readonly probe: ChaosProbe) {}
+  async run({ holdMs }: { holdMs: number }, ctx: StepContext): Promise<StepOutcome<number>> {
+    const { redis } = this.probe;
+    const keys = new CoordinationKeys(this.probe.config.prefix);
+    await this.probe.enter(ctx.runId, ctx.stepName);
+    await redis.hincrby(keys.executedBy(), String(process.pid), 1);
+    const inFlight = Number(await redis.eval(ENTER_IN_FLIGHT_LUA, 2, keys.inFlight(), keys.maxInFlight()));
+    try {
+      await new Promise((resolve) => setTimeout(resolve, holdMs));
+    } finally {
+      await redis.decr(keys.inFlight());
+    }
+    return success(inFlight);
+  }
+}
+
+/**
+ * The body of `chaos-ledger`: appends the run's sequence number to the ledger. Misbehaves (per
+ * the {@link ChaosConfig}) before it appends, and only for run `crashAtSeq` when that is set.
+ */
+@Step('chaos-ledger-append')
+export class LedgerAppendStep implements StepHandler<{ seq: number }, number> {
+  constructor(
+    private readonly probe: ChaosProbe,
+    @Inject(COORDINATION_CHAOS_CONFIG) private readonly config: CoordinationChaosConfig,
+  ) {}
+  async run({ seq }: { seq: number }, ctx: StepContext): Promise<StepOutcome<number>> {
+    await this.probe.enter(ctx.runId, ctx.stepName);
+    if (this.config.crashAtSeq === undefined || this.config.crashAtSeq === seq) {
+      await this.probe.misbehave(ctx.runId, ctx.stepName);
+    }
+    await this.probe.redis.rpush(new CoordinationKeys(this.probe.config.prefix).ledger(), String(seq));
+    return success(seq);
+  }
+}
+
+/** Semaphore key and limit of `chaos-sem`. */
+export const CHAOS_SEMAPHORE = { key: 'chaos-sem', limit: 3 } as const;
+
+/** One step (`work`, a {@link SemaphoreWorkStep}) under a semaphore of 3; the whole run in a worker. */
+@Reactor('chaos-sem', {
+  background: { all: true },
+  semaphore: { key: () => CHAOS_SEMAPHORE.key, limit: CHAOS_SEMAPHORE.limit },
+})
+export class ChaosSemaphoreReactor implements ReactorBlueprint<{ holdMs: number }> {
+  build(r: ReactorBuilder<{ holdMs: number }>) {
+    return r.step('work', SemaphoreWorkStep, { holdMs: r.input('holdMs', { type: 'number' }) });
+  }
+}
+
+/** Poison-pill timeout of `chaos-ledger`'s ordered lock. */
+export const CHAOS_LEDGER_POISON_PILL_MS = 3_000;
+
+/** One step (`append`, a {@link LedgerAppendStep}) under the ordered lock `chaos-ledger`; the whole run in a worker. */
+@Reactor('chaos-ledger', {
+  background: { all: true },
+  orderedLock: { key: () => 'chaos-ledger', poisonPillMs: CHAOS_LEDGER_POISON_PILL_MS },
+})
+export class ChaosLedgerReactor implements ReactorBlueprint<{ seq: number }> {
+  build(r: ReactorBuilder<{ seq: number }>) {
+    return r.step('append', LedgerAppendStep, { seq: r.input('seq', { type: 'number' }) });
+  }
+}
+
+/** TTL of `chaos-locked`'s lock. */
+export const CHAOS_LOCK_TTL_MS = 1_500;
+
+/**
+ * One step (`guarded`, a `chaos-step`) under the exclusive lock `chaos-lock` (TTL
+ * {@link CHAOS_LOCK_TTL_MS}). Not background: `run` executes it in the caller (which is refused
+ * with `LOCK_CONTENDED` while another run holds the lock), `start` hands it to a worker.
+ */
+@Reactor('chaos-locked', { lock: { key: () => 'chaos-lock', ttlMs: CHAOS_LOCK_TTL_MS } })
+export class ChaosLockedReactor implements ReactorBlueprint<Seed> {
+  build(r: ReactorBuilder<Seed>) {
+    return r.step('guarded', ChaosStep, { value: r.input('seed', { type: 'string' }) });
+  }
+}
+
+/**
+ * The coordination fixtures (semaphore, ordered lock, lock), with their config read from the
+ * environment: providers of a module that imports {@link ChaosFixturesModule} (the worker app, and
+ * producer apps through `createChaosApp`'s `providers`).
+ */
+export const CHAOS_COORDINATION_PROVIDERS: Provider[] = [
+  { provide: COORDINATION_CHAOS_CONFIG, useFactory: () => coordinationChaosConfigFromEnv() },
+  SemaphoreWorkStep,
+  LedgerAppendStep,
+  ChaosSemaphoreReactor,
+  ChaosLedgerReactor,
+  ChaosLockedReactor,
+];

@@ -6,8 +6,9 @@
  *
  * Environment: REDIS_URL, CHAOS_PREFIX (key prefix of the test file, also the module prefix),
  * WORKER_ID, and optionally LEASE_TTL_MS (default 1500), WORKER_CONCURRENCY (default 10),
- * MAX_CONTEXT_BYTES, SNOOZE_DELAY_MS, plus the misbehaviour switches of `chaosConfigFromEnv`
- * (CRASH_AT_STEP, CRASH_FROM_ELEMENT, BLOCK_AT_STEP + BLOCK_FILE, GATE_AT_STEP).
+ * MAX_CONTEXT_BYTES, SNOOZE_DELAY_MS, LOCK_SNOOZE_MAX_ATTEMPTS, plus the misbehaviour switches of
+ * `chaosConfigFromEnv` (CRASH_AT_STEP, CRASH_FROM_ELEMENT, BLOCK_AT_STEP + BLOCK_FILE, GATE_AT_STEP)
+ * and of `coordinationChaosConfigFromEnv` (CRASH_AT_SEQ).
  *
  * Once bootstrapped (its BullMQ worker consuming) it sets `<prefix>chaos:ready:<WORKER_ID>` and
  * prints `ready`. SIGTERM closes it gracefully; the tests SIGKILL it to crash it.
@@ -18,6 +19,7 @@ import { NestFactory } from '@nestjs/core';
 import { ReactorModule } from '../../lib/nest/reactor.module';
 import {
   CHAOS_ASYNC_PROVIDERS,
+  CHAOS_COORDINATION_PROVIDERS,
   CHAOS_INTERRUPT_PROVIDERS,
   ChaosFixturesModule,
   ChaosProbe,
@@ -48,11 +50,12 @@ async function main(): Promise<void> {
         workerConcurrency: optionalNumber('WORKER_CONCURRENCY') ?? 10,
         maxContextBytes: optionalNumber('MAX_CONTEXT_BYTES'),
         snoozeDelayMs: optionalNumber('SNOOZE_DELAY_MS'),
+        lockSnoozeMaxAttempts: optionalNumber('LOCK_SNOOZE_MAX_ATTEMPTS'),
         sweeper: { enabled: false },
       }),
       ChaosFixturesModule.forRoot(config),
     ],
-    providers: [...CHAOS_INTERRUPT_PROVIDERS, ...CHAOS_ASYNC_PROVIDERS],
+    providers: [...CHAOS_INTERRUPT_PROVIDERS, ...CHAOS_ASYNC_PROVIDERS, ...CHAOS_COORDINATION_PROVIDERS],
   };
   const app = await NestFactory.createApplicationContext(root, {
     logger: ['log', 'warn', 'error'],

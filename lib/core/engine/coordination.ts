@@ -22,10 +22,14 @@ export interface Holding {
 /**
  * The run may not start, and halts before any step: a completed run already used the period's
  * bucket (`period`), a run before it on its ordered lock failed (strict: `ordered_lock_chain_failed`),
- * or its ordered lock was reset since it took its place (`ordered_lock_stale`).
+ * its ordered lock was reset since it took its place (`ordered_lock_stale`), or its turn was given
+ * away while it did not answer for `poisonPillMs` (`ordered_lock_skipped`: it would apply out of order).
  */
 export interface HaltBeforeStart {
-  halt: { reason: 'period' | 'ordered_lock_chain_failed' | 'ordered_lock_stale'; details: Record<string, unknown> };
+  halt: {
+    reason: 'period' | 'ordered_lock_chain_failed' | 'ordered_lock_stale' | 'ordered_lock_skipped';
+    details: Record<string, unknown>;
+  };
 }
 
 const PERIOD_MS = { minute: 60_000, hour: 3_600_000, day: 86_400_000, week: 604_800_000, month: 31 * 86_400_000 };
@@ -81,6 +85,11 @@ export class Coordination {
       }
       if (turn.state === 'stale') {
         return { halt: { reason: 'ordered_lock_stale', details: { key: order.key, nonce: order.nonce } } };
+      }
+      // Its turn was given away (it stopped heartbeating for the poison pill, say its worker died):
+      // going on now would apply it after the runs started later. It halts instead.
+      if (turn.state === 'drained' || turn.lastCompleted >= order.nonce) {
+        return { halt: { reason: 'ordered_lock_skipped', details: { key: order.key, nonce: order.nonce } } };
       }
       const fresh = state.completed.length === 0;
       if (spec.orderedLock.strict && fresh && turn.firstFailed > 0 && order.nonce > turn.firstFailed) {

@@ -29,10 +29,11 @@ export class Dispatch {
     await this.require(reactorName).dispatch({ kind: 'resume', runId, reactorName }, { dedupeId: `recover-${runId}` });
   }
 
-  /** Re-enqueue a job whose run is busy elsewhere, after the snooze delay plus jitter. */
-  async snooze(job: ReactorJob): Promise<void> {
+  /** Re-enqueue a job whose run is busy elsewhere, after the snooze delay plus jitter (at most `maxDelayMs`). */
+  async snooze(job: ReactorJob, maxDelayMs?: number): Promise<void> {
     const jitter = Math.floor(Math.random() * this.snoozeJitterMs);
-    await this.one({ ...job, snoozes: (job.snoozes ?? 0) + 1 }, this.snoozeDelayMs + jitter);
+    const delayMs = Math.min(this.snoozeDelayMs + jitter, maxDelayMs ?? Infinity);
+    await this.one({ ...job, snoozes: (job.snoozes ?? 0) + 1 }, delayMs);
   }
 
   /**

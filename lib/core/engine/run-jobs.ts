@@ -109,7 +109,12 @@ export class RunJobs {
     // Waiting for its turn on an ordered lock is uncapped: the runs before it are alive (a dead
     // one is skipped after its poison-pill timeout).
     if (error.code === 'ORDER_WAIT') {
-      await this.dispatch.snooze(job);
+      // Checking in at least every third of the poison pill keeps a waiting run from being taken
+      // for a dead one when its turn comes.
+      const poisonPillMs = this.registry.has(job.reactorName)
+        ? this.registry.get(job.reactorName).coordination?.orderedLock?.poisonPillMs
+        : undefined;
+      await this.dispatch.snooze(job, poisonPillMs !== undefined ? Math.floor(poisonPillMs / 3) : undefined);
       return;
     }
     const contentions = job.contentions ?? 0;
