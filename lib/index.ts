@@ -78,6 +78,15 @@ export type { InputOptions, InputSpec, InputType } from './core';
 export type { InputContract, OutputContract, ContractFields } from './core';
 export type { RetryOptions } from './core';
 export type { InterruptOptions, InterruptContext } from './core';
+export type {
+  LockOptions,
+  SemaphoreOptions,
+  RateLimitOptions,
+  RateLimits,
+  PeriodOptions,
+  OrderedLockOptions,
+  StepCoordinationOptions,
+} from './core';
 
 // Step outcomes and signals
 export { success, skipped, halt, failure, Success, Skipped, Halt, Failure } from './core';
@@ -132,6 +141,7 @@ export {
   InterruptNotSupportedError,
   AsyncWaitTimeoutError,
   AsyncUnitFailedError,
+  CoordinationContendedError,
 } from './core';
 export type { ReactorErrorCode, FieldErrors, SerializedError } from './core';
 
@@ -153,6 +163,12 @@ export type {
   ClaimResult,
   MapStore,
   InterruptStore,
+  CoordinationStore,
+  LockReply,
+  SemaphoreReply,
+  RateReply,
+  RateWindow,
+  OrderTurn,
   ClaimReply,
   RejectReply,
   MailReply,
@@ -163,12 +179,21 @@ export type { MapMeta, MapProgress, ElementRecord, MapRollbackProgress } from '.
 export { systemClock } from './core';
 
 // Adapters, for wiring the engine without Nest (workers, scripts) or testing custom ones
-export { RedisKeys, RedisReactorStorage, RedisLockManager, RedisMapStore } from './storage/redis';
+export {
+  RedisKeys,
+  RedisReactorStorage,
+  RedisLockManager,
+  RedisMapStore,
+  RedisInterruptStore,
+  RedisCoordinationStore,
+} from './storage/redis';
 export type {
   RedisKeysOptions,
   RedisReactorStorageOptions,
   RedisLockManagerOptions,
   RedisMapStoreOptions,
+  RedisInterruptStoreOptions,
+  RedisCoordinationStoreOptions,
 } from './storage/redis';
 export { createAesGcmInputCipher } from './storage/aes-gcm-input.cipher';
 export type { AesGcmInputCipherOptions } from './storage/aes-gcm-input.cipher';
