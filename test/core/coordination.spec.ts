@@ -47,6 +47,43 @@ describe('coordination (embedded runtime)', () => {
     expect(await engine.run(def, { account: 'a' })).toMatchObject({ status: 'completed' });
   });
 
+  it('lock.waitMs: a caller waits for the lock that long before it is refused', async () => {
+    const { engine } = createHarness();
+    const gate = deferred();
+    const def = reactor('coord-lock-wait', { lock: { key: byAccount, waitMs: 10_000 } }, gate.promise);
+    engine.register(def);
+    const first = engine.run(def, { account: 'a' });
+    const second = engine.run(def, { account: 'a' });
+    gate.resolve();
+    expect(await first).toMatchObject({ status: 'completed' });
+    expect(await second).toMatchObject({ status: 'completed' });
+  });
+
+  it('a run parked on an async unit keeps its lock; it gives it back when it ends', async () => {
+    const { engine, dispatcher } = createHarness();
+    const gate = deferred();
+    const def = defineReactor(
+      'coord-park',
+      (r: ReactorBuilder<Input>) => {
+        const slow = r.asyncStep('slow', async () => (await gate.promise, success(1)), {});
+        return r.step('read', ({ v }: { v: number }) => success(v), { v: slow });
+      },
+      { lock: { key: () => 'parked' }, background: { all: true } },
+    );
+    const other = reactor('coord-park-other', { lock: { key: () => 'parked' } });
+    engine.register(def);
+    engine.register(other);
+    const parked = await engine.start(def, { account: 'a' });
+    while ((await engine.get(parked.runId))?.asyncUnits.slow === undefined) {
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    await expect(engine.run(other, { account: 'b' })).rejects.toMatchObject({ code: 'LOCK_CONTENDED' });
+    gate.resolve();
+    await dispatcher.idle();
+    expect(await engine.wait(parked.runId)).toMatchObject({ status: 'completed', value: 1 });
+    expect(await engine.run(other, { account: 'b' })).toMatchObject({ status: 'completed' });
+  });
+
   it('a semaphore: at most `limit` runs at once; a slot returns when a run ends', async () => {
     const { engine } = createHarness();
     const gate = deferred();

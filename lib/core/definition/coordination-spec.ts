@@ -8,6 +8,8 @@ export interface LockOptions {
   key: CoordinationKey;
   /** The lock's TTL, extended every third of it while the run executes. @default 60000 */
   ttlMs?: number;
+  /** How long `run` (a caller) waits for the lock before it throws `LOCK_CONTENDED`; workers never wait (they snooze). @default 0 */
+  waitMs?: number;
 }
 
 /** At most `limit` runs at once per key. */
@@ -16,6 +18,8 @@ export interface SemaphoreOptions {
   limit: number;
   /** Each holder's lease, extended while it executes: a crashed holder's slot returns within it. @default 60000 */
   leaseMs?: number;
+  /** How long `run` (a caller) waits for a slot before it throws `SEMAPHORE_FULL`. @default 0 */
+  waitMs?: number;
 }
 
 /** Fixed windows: `{ second: 10, minute: 300 }` or explicit windows. */
@@ -125,6 +129,14 @@ export function toCoordinationSpec(options: {
   if (semaphore?.leaseMs !== undefined && !(Number.isInteger(semaphore.leaseMs) && semaphore.leaseMs >= 100)) {
     return `semaphore.leaseMs must be an integer >= 100 (got ${String(semaphore.leaseMs)})`;
   }
+  for (const [what, wait] of [
+    ['lock', lock?.waitMs],
+    ['semaphore', semaphore?.waitMs],
+  ] as const) {
+    if (wait !== undefined && !(Number.isInteger(wait) && wait >= 0)) {
+      return `${what}.waitMs must be an integer >= 0 (got ${String(wait)})`;
+    }
+  }
   if (period && !['minute', 'hour', 'day', 'week', 'month'].includes(period.every)) {
     return `period.every must be 'minute', 'hour', 'day', 'week' or 'month' (got ${JSON.stringify(period.every)})`;
   }
@@ -138,9 +150,16 @@ export function toCoordinationSpec(options: {
     rate = { key: rateLimit.key, windows };
   }
   return Object.freeze({
-    ...(lock ? { lock: { key: lock.key, ttlMs: lock.ttlMs ?? 60_000 } } : {}),
+    ...(lock ? { lock: { key: lock.key, ttlMs: lock.ttlMs ?? 60_000, waitMs: lock.waitMs ?? 0 } } : {}),
     ...(semaphore
-      ? { semaphore: { key: semaphore.key, limit: semaphore.limit, leaseMs: semaphore.leaseMs ?? 60_000 } }
+      ? {
+          semaphore: {
+            key: semaphore.key,
+            limit: semaphore.limit,
+            leaseMs: semaphore.leaseMs ?? 60_000,
+            waitMs: semaphore.waitMs ?? 0,
+          },
+        }
       : {}),
     ...(rate ? { rateLimit: rate } : {}),
     ...(period ? { period } : {}),

@@ -10,6 +10,7 @@ import type { CoordinationSpec } from '../definition/coordination-spec';
 import { ConfigurationError } from '../errors/configuration.error';
 import { CoordinationContendedError } from '../errors/coordination.error';
 import { isTerminal, type RunState } from '../model/run-state';
+import { systemClock, type Clock } from '../ports/clock.port';
 import type { CoordinationStore, RateWindow } from '../ports/coordination-store.port';
 import type { EngineLogger } from './engine-options';
 
@@ -40,6 +41,7 @@ export class Coordination {
     private readonly store: CoordinationStore | undefined,
     private readonly rateLimits: Readonly<Record<string, readonly RateWindow[]>>,
     private readonly logger: EngineLogger,
+    private readonly clock: Clock = systemClock,
   ) {}
 
   /** The names of rate limits a definition uses that are not registered (checked at boot). */
@@ -57,7 +59,11 @@ export class Coordination {
    * Take what run `state` of `def` needs before it executes.
    * @throws CoordinationContendedError when a lock, semaphore or rate limit is contended (nothing is held then).
    */
-  async enter(def: ReactorDefinition, state: RunState): Promise<Holding | HaltBeforeStart | undefined> {
+  async enter(
+    def: ReactorDefinition,
+    state: RunState,
+    mode: 'caller' | 'worker' = 'worker',
+  ): Promise<Holding | HaltBeforeStart | undefined> {
     const spec = def.coordination;
     if (!spec) return undefined;
     const store = this.store;
@@ -130,28 +136,27 @@ export class Coordination {
     }
     let fence: number | undefined;
     if (spec.lock) {
-      // A lock kept across a park is taken over (extended); otherwise taken.
-      const kept = bookkeeping.lockFence;
-      const extended = kept !== undefined && (await store.extendLock(keys.lock!, owner, kept, spec.lock.ttlMs));
-      if (extended) {
-        fence = kept;
-      } else {
-        const reply = await store.acquireLock(keys.lock!, owner, spec.lock.ttlMs);
-        if (!reply.acquired) {
-          throw new CoordinationContendedError(
-            'LOCK_CONTENDED',
-            def.name,
-            keys.lock!,
-            reply.retryAfterMs,
-            `the lock is held by run '${reply.holder}'`,
-          );
-        }
-        fence = reply.fence;
+      const reply = await this.waiting(mode === 'caller' ? spec.lock.waitMs : 0, () =>
+        store.acquireLock(keys.lock!, owner, spec.lock!.ttlMs),
+      );
+      if (!reply.acquired) {
+        throw new CoordinationContendedError(
+          'LOCK_CONTENDED',
+          def.name,
+          keys.lock!,
+          reply.retryAfterMs,
+          `the lock is held by run '${reply.holder}'`,
+        );
       }
-      delete bookkeeping.lockFence;
+      fence = reply.fence;
+      // Already held by this run (kept across a park on async units): one take is enough.
+      for (let extra = reply.count; extra > 1; extra--) await store.releaseLock(keys.lock!, owner, fence);
     }
     if (spec.semaphore) {
-      const reply = await store.acquireSemaphore(keys.semaphore!, owner, spec.semaphore.limit, spec.semaphore.leaseMs);
+      const semaphore = spec.semaphore;
+      const reply = await this.waiting(mode === 'caller' ? semaphore.waitMs : 0, () =>
+        store.acquireSemaphore(keys.semaphore!, owner, semaphore.limit, semaphore.leaseMs),
+      );
       if (!reply.acquired) {
         if (fence !== undefined) await store.releaseLock(keys.lock!, owner, fence).catch(() => undefined);
         throw new CoordinationContendedError(
@@ -162,7 +167,6 @@ export class Coordination {
           `all ${spec.semaphore.limit} slots of the semaphore are taken`,
         );
       }
-      delete bookkeeping.semaphore;
     }
     // Period re-check under the lock: runs that queued on it see a mark made meanwhile.
     if (spec.period && spec.lock && bookkeeping.periodBucket !== undefined && !(state.completed.length > 0)) {
@@ -228,12 +232,9 @@ export class Coordination {
       leave: async (state) => {
         if (timer) clearInterval(timer);
         const bookkeeping = (state.coordination ??= {});
-        // Parked on async units: the run keeps what it holds (the next execution takes it over).
-        if (state.handoff?.mode === 'async' && state.status === 'running') {
-          if (fence !== undefined) bookkeeping.lockFence = fence;
-          if (spec.semaphore) bookkeeping.semaphore = true;
-          return;
-        }
+        // Parked on async units: the run keeps what it holds; its next execution takes the same
+        // lock again (re-entrant, so it counts one take) and the same semaphore slot (its own).
+        if (state.handoff?.mode === 'async' && state.status === 'running') return;
         try {
           if (state.status === 'completed' && spec.period && bookkeeping.periodBucket !== undefined) {
             await store.markPeriod(keys.period!, bookkeeping.periodBucket, 2 * PERIOD_MS[spec.period.every]);
@@ -253,6 +254,23 @@ export class Coordination {
         }
       },
     };
+  }
+
+  /**
+   * `take` until it is acquired or `waitMs` has passed (a caller's `waitMs`; workers never wait:
+   * they snooze), sleeping until the holder's expiry at most, and 100 ms at most, between tries.
+   */
+  private async waiting<R extends { acquired: boolean; retryAfterMs?: number }>(
+    waitMs: number,
+    take: () => Promise<R>,
+  ): Promise<R> {
+    const deadline = this.clock.now() + waitMs;
+    for (;;) {
+      const reply = await take();
+      const left = deadline - this.clock.now();
+      if (reply.acquired || left <= 0) return reply;
+      await this.clock.sleep(Math.max(1, Math.min(100, left, reply.retryAfterMs ?? 100)));
+    }
   }
 
   private async giveBack(spec: CoordinationSpec, keys: Keys, owner: string, fence: number | undefined): Promise<void> {

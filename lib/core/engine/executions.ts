@@ -100,7 +100,7 @@ export class Executions {
     let entered: Holding | undefined = holding;
     try {
       if (!entered && def.coordination && this.coordination) {
-        const taken = await this.coordination.enter(def, state);
+        const taken = await this.coordination.enter(def, state, mode);
         if (taken && 'halt' in taken) {
           released = true;
           return await this.haltBeforeStart(state, lease, taken.halt);

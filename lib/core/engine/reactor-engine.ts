@@ -87,7 +87,12 @@ export class ReactorEngine {
     this.waiters = new Waiters(parts.storage, parts.clock);
     this.viewer = new RunViewer(this.registry, parts.maps, parts.storage);
     const executions = new Executions(parts, this.registry, dispatch, leases, this.waiters, this.viewer);
-    this.coordination = new Coordination(options.coordination, rateLimitWindows(options.rateLimits), logger);
+    this.coordination = new Coordination(
+      options.coordination,
+      rateLimitWindows(options.rateLimits),
+      logger,
+      parts.clock,
+    );
     executions.coordination = this.coordination;
     this.resumes = new Resumes(parts, this.registry, leases, executions, dispatch);
     executions.afterPause = (state) => this.resumes.afterPause(state);

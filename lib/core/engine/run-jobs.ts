@@ -1,5 +1,6 @@
 import type { ReactorDefinition } from '../definition/definition';
 import { redactInputs } from '../definition/redaction';
+import { ConfigurationError } from '../errors/configuration.error';
 import { CoordinationContendedError } from '../errors/coordination.error';
 import { CorruptRecordError, DefinitionChangedError } from '../errors/run-state.error';
 import { errorMessage, runFailure } from '../model/failure';
@@ -95,6 +96,11 @@ export class RunJobs {
     try {
       await this.executions.execute(def, state, lease, 'worker', true);
     } catch (error) {
+      if (error instanceof ConfigurationError && error.option === 'rateLimits') {
+        // A rate limit this process does not know (a deploy in progress): permanent, not a snooze.
+        await this.contention.fail(job.runId, { code: error.code, message: error.message });
+        return;
+      }
       if (!(error instanceof CoordinationContendedError)) throw error;
       await this.contended(job, error);
     }

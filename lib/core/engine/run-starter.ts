@@ -190,7 +190,7 @@ export class RunStarter {
       await coordination.assignOrder(def, state);
       if (mode === 'caller') {
         try {
-          const taken = await coordination.enter(def, state);
+          const taken = await coordination.enter(def, state, 'caller');
           if (taken && 'halt' in taken) {
             state.status = 'halted';
             state.halt = { step: '(coordination)', reason: taken.halt.reason, details: taken.halt.details };

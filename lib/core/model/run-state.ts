@@ -154,13 +154,11 @@ export interface RunState {
   handoff?: { mode: 'all' | 'after' | 'before' | 'map' | 'interrupt' | 'async'; step?: string };
   /**
    * Coordination bookkeeping: the rate limit was charged (once per run), the period bucket of the
-   * first execution, and the lock (fence) and semaphore slot kept across a park on async units.
+   * first execution, and the run's place on its ordered lock.
    */
   coordination?: {
     charged?: true;
     periodBucket?: string;
-    lockFence?: number;
-    semaphore?: true;
     /** The run's place on its ordered lock: taken at start, given back (advanced) when it ends. */
     order?: { key: string; nonce: number; epoch: number };
   };
