@@ -84,6 +84,33 @@ describe('coordination (embedded runtime)', () => {
     expect(await engine.run(other, { account: 'b' })).toMatchObject({ status: 'completed' });
   });
 
+  it("a composed child's own lock is held by the run: re-entrant with the parent's, contended by another run", async () => {
+    const { engine, dispatcher } = createHarness();
+    const gate = deferred();
+    const child = reactor('coord-child', { lock: { key: () => 'shared' } }, gate.promise);
+    engine.register(child);
+    const parent = defineReactor(
+      'coord-parent',
+      (r: ReactorBuilder<Input>) => r.compose('pay', child, { account: r.input('account', { type: 'string' }) }),
+      { lock: { key: () => 'shared' } },
+    );
+    engine.register(parent);
+    // Same key in parent and child: one run, no deadlock.
+    expect(await engine.run(parent, { account: 'b' })).toMatchObject({ status: 'completed', value: 'done b' });
+    // Another run holds the child's key: the parent's child waits for it (handed to a worker).
+    const holder = engine.run(child, { account: 'a' });
+    const other = defineReactor('coord-parent-2', (r: ReactorBuilder<Input>) =>
+      r.compose('pay', child, { account: r.input('account', { type: 'string' }) }),
+    );
+    engine.register(other);
+    const waiting = await engine.run(other, { account: 'b' });
+    expect(waiting.status).toBe('dispatched');
+    gate.resolve();
+    expect(await holder).toMatchObject({ status: 'completed' });
+    await dispatcher.idle();
+    expect(await engine.wait(waiting.runId)).toMatchObject({ status: 'completed', value: 'done b' });
+  });
+
   it('a semaphore: at most `limit` runs at once; a slot returns when a run ends', async () => {
     const { engine } = createHarness();
     const gate = deferred();

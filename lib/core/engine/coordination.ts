@@ -63,6 +63,8 @@ export class Coordination {
     def: ReactorDefinition,
     state: RunState,
     mode: 'caller' | 'worker' = 'worker',
+    /** Who holds what is taken: the top-level run (a composed child's primitives are its parent's). */
+    owner: string = state.runId,
   ): Promise<Holding | HaltBeforeStart | undefined> {
     const spec = def.coordination;
     if (!spec) return undefined;
@@ -73,7 +75,6 @@ export class Coordination {
         'coordination',
       );
     }
-    const owner = state.runId;
     const keys = this.keysOf(def, spec, state.inputs);
     const bookkeeping = (state.coordination ??= {});
     // Ordered lock: its turn first, holding nothing else while it waits (no hold-and-wait).

@@ -46,6 +46,10 @@ export class Executions {
       asyncWaitTimeoutMs: parts.asyncWaitTimeoutMs,
       coordination: parts.coordination,
       lockSnoozeMaxAttempts: parts.lockSnoozeMaxAttempts,
+      coordinate: this.coordination
+        ? (childDef, childState) =>
+            this.coordination!.enter(childDef, childState, mode, owner?.runId ?? childState.runId)
+        : undefined,
       asyncParkTimeoutMs: parts.asyncParkTimeoutMs,
       awaitRun: (runId, timeoutMs) =>
         this.waiters.until(runId, { timeoutMs, settled: (s) => isTerminal(s.status) }).catch(() => undefined),

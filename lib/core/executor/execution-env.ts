@@ -1,4 +1,5 @@
 import type { ReactorDefinition } from '../definition/definition';
+import type { RunState } from '../model/run-state';
 import type { MiddlewareRunner } from '../middleware/middleware-runner';
 import type { Clock } from '../ports/clock.port';
 import type { ReactorJob } from '../ports/job-dispatcher.port';
@@ -47,6 +48,14 @@ export interface ExecutionEnv {
   asyncWaitTimeoutMs?: number;
   /** How long a worker waits for an async unit (from its dispatch) before the reading step fails. */
   asyncParkTimeoutMs?: number;
+  /**
+   * Take a composed child's own coordination (its reactor's lock, semaphore, rate limit, period),
+   * held by the top-level run (so re-entrant with the parent's lock on the same key).
+   */
+  coordinate?: (
+    def: ReactorDefinition,
+    state: RunState,
+  ) => Promise<{ leave(state: RunState): Promise<void> } | { halt: { reason: string; details: unknown } } | undefined>;
   /** Steps' own locks and semaphores. */
   coordination?: CoordinationStore;
   /** How many times a step waits for its lock or semaphore before it fails. */

@@ -155,6 +155,10 @@ export abstract class RunScope implements StepScope {
     return read ? read(value) : value;
   }
 
+  coordinate(def: ReactorDefinition, state: RunState) {
+    return this.env.coordinate ? this.env.coordinate(def, state) : Promise.resolve(undefined);
+  }
+
   /** Async units' runs (see {@link AsyncUnitHost}); needs a way to queue them. */
   get units(): AsyncUnitHost | undefined {
     const { storage, enqueueResume, mode } = this.env;

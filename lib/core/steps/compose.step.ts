@@ -5,6 +5,7 @@
  */
 import type { HandlerSpecs } from '../definition/definition';
 import { InputValidationError } from '../errors/input-validation.error';
+import { CoordinationContendedError } from '../errors/coordination.error';
 import { InternalError } from '../errors/internal.error';
 import { childRunId } from '../model/keys';
 import { newRunState } from '../model/run-state';
@@ -40,7 +41,25 @@ export const composeStep: StepKind<ComposeSpec> = {
       });
       scope.state.children[step.name] = childState;
     }
-    const outcome = await scope.child(childDef, childState, 'through-parent').execute(false);
+    // The child's own coordination (its reactor's lock, semaphore, rate limit, period), held by the
+    // top-level run; a contended one waits like a retry (no attempt of the child is spent).
+    let held: { leave(state: typeof childState): Promise<void> } | undefined;
+    if (childDef.coordination && scope.coordinate) {
+      try {
+        const taken = await scope.coordinate(childDef, childState);
+        if (taken && 'halt' in taken) return new Halt(taken.halt.reason, taken.halt.details);
+        held = taken;
+      } catch (error) {
+        if (!(error instanceof CoordinationContendedError)) throw error;
+        return new Suspended('map', Math.max(1, Math.min(error.retryAfterMs, 5_000)));
+      }
+    }
+    let outcome;
+    try {
+      outcome = await scope.child(childDef, childState, 'through-parent').execute(false);
+    } finally {
+      await held?.leave(childState);
+    }
     switch (outcome.status) {
       case 'completed':
         return new Success(outcome.value);

@@ -31,6 +31,11 @@ export interface StepScope extends MapHost {
   readonly interrupts?: InterruptHost;
   /** Storing, queueing and reading async units' runs, when the engine can dispatch jobs. */
   readonly units?: AsyncUnitHost;
+  /** Take a composed child's own coordination, held by the top-level run (see `ExecutionEnv.coordinate`). */
+  coordinate?(
+    def: ReactorDefinition,
+    state: RunState,
+  ): Promise<{ leave(state: RunState): Promise<void> } | { halt: { reason: string; details: unknown } } | undefined>;
 }
 
 /** What an async unit step may do with its unit's run. */
