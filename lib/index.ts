@@ -33,7 +33,7 @@
  */
 
 // Nest integration
-export { Step, Reactor, ReactorModule, ReactorClient } from './nest';
+export { Step, Reactor, ReactorModule, ReactorClient, OnReactorEvent } from './nest';
 export type { WaitOptions } from './nest';
 export {
   REACTOR_OPTIONS,

@@ -121,8 +121,9 @@ export const messages = {
     'ReactorModule.forRoot({ redis: { url } }) for durable runs.',
 
   // Discovery
-  scopedProvider: (kind: 'step' | 'reactor', target: Named, scope: string): string =>
-    `${kind === 'step' ? 'Step' : 'Reactor'} class ${className(target)} is ${scope}. Reactors and steps must be ` +
+  scopedProvider: (kind: 'step' | 'reactor' | 'listener', target: Named, scope: string): string =>
+    `${kind === 'step' ? 'Step' : kind === 'reactor' ? 'Reactor' : '@OnReactorEvent listener'} class ${className(target)} is ${scope}. ` +
+    `${kind === 'listener' ? 'Listeners, like reactors and steps,' : 'Reactors and steps'} must be ` +
     'singletons: runs outlive requests and resume in other processes. Remove the scope from its @Injectable() or ' +
     'provider, stop injecting request-scoped providers (such as REQUEST) into it, and pass per-request data ' +
     'as reactor inputs instead.',

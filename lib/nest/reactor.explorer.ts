@@ -11,9 +11,11 @@ import {
   getStepMetadata,
   ReactorEngine,
   DefinitionError,
+  type ReactorEventType,
 } from '../core';
 import { ReactorRegistry } from './reactor.registry';
 import { messages, REACTOR_RUNTIME, type ReactorRuntime } from '../config';
+import { listenerMiddleware, reactorEventTypesOf } from './on-reactor-event.decorator';
 
 type Class = abstract new (...args: never[]) => unknown;
 
@@ -70,6 +72,7 @@ export class ReactorExplorer implements OnModuleInit {
       const providerClass = classOf(wrapper);
       if (!providerClass) continue;
       providerClasses.add(providerClass);
+      this.addListeners(wrapper, providerClass);
       const stepMetadata = getStepMetadata(providerClass);
       const reactorMetadata = getReactorMetadata(providerClass);
       if (!stepMetadata && !reactorMetadata) continue;
@@ -94,6 +97,28 @@ export class ReactorExplorer implements OnModuleInit {
     }
     this.engine.validate();
     this.registry.markExplored();
+  }
+
+  /** `@OnReactorEvent` methods of a provider become middleware (a singleton only: events are not per request). */
+  private addListeners(wrapper: InstanceWrapper, providerClass: Class): void {
+    const instance: unknown = wrapper.instance;
+    if (instance === null || typeof instance !== 'object') return;
+    const found: Array<[string, ReadonlyArray<ReactorEventType | '*'>]> = [];
+    for (
+      let proto = Object.getPrototypeOf(instance);
+      proto && proto !== Object.prototype;
+      proto = Object.getPrototypeOf(proto)
+    ) {
+      for (const name of Object.getOwnPropertyNames(proto)) {
+        const types = reactorEventTypesOf(Object.getOwnPropertyDescriptor(proto, name)?.value);
+        if (types && !found.some(([n]) => n === name)) found.push([name, types]);
+      }
+    }
+    if (found.length === 0) return;
+    refuseScoped(wrapper, providerClass, undefined, undefined, true);
+    for (const [name, types] of found) {
+      this.engine.addMiddleware(listenerMiddleware(instance as Record<string, unknown>, name, types));
+    }
   }
 
   private checkStepClasses(definition: ReactorDefinition, providerClasses: ReadonlySet<Class>): void {
@@ -122,13 +147,14 @@ function refuseScoped(
   providerClass: Class,
   reactorName: string | undefined,
   stepName: string | undefined,
+  listener = false,
 ): void {
   let scope: string | undefined;
   if (wrapper.isTransient) scope = 'transient';
   else if (wrapper.scope === Scope.REQUEST) scope = 'request-scoped';
   else if (!wrapper.isDependencyTreeStatic()) scope = 'request-scoped (it depends on a request-scoped provider)';
   if (!scope) return;
-  const kind = reactorName !== undefined ? 'reactor' : 'step';
+  const kind = listener ? 'listener' : reactorName !== undefined ? 'reactor' : 'step';
   throw new DefinitionError(messages.scopedProvider(kind, providerClass, scope), reactorName ?? '', stepName);
 }
 

@@ -3,6 +3,7 @@ import { ConfigurationError } from '../errors/configuration.error';
 import { InternalError } from '../errors/internal.error';
 import { ReactorError } from '../errors/reactor.error';
 import { StorageUnavailableError } from '../errors/storage-unavailable.error';
+import type { ReactorMiddleware } from '../middleware/events';
 import { MiddlewareRunner } from '../middleware/middleware-runner';
 import type { BrokenReason, ReactorStorage } from '../ports/reactor-storage.port';
 import { systemClock } from '../ports/clock.port';
@@ -121,6 +122,11 @@ export class ReactorEngine {
     this.mapJobs = new MapJobs(parts, this.registry, dispatch, leases, executions);
     this.control = new RunControl(parts, this.registry, leases, executions, this.waiters, this.starter, dispatch);
     this.recovery = new Recovery(parts, dispatch, this.mapJobs, this.resumes);
+  }
+
+  /** Deliver lifecycle events to `middleware` too, after the configured middleware (call it at boot). */
+  addMiddleware(middleware: ReactorMiddleware): void {
+    this.parts.middleware.add(middleware);
   }
 
   /** Register a definition. Registering the same name with another shape is an error. */

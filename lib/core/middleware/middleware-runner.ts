@@ -7,10 +7,19 @@ export interface ErrorSink {
 
 /** Delivers events to middleware in order, isolating each from the others and from the run. */
 export class MiddlewareRunner {
+  private readonly middleware: ReactorMiddleware[];
+
   constructor(
-    private readonly middleware: readonly ReactorMiddleware[],
+    middleware: readonly ReactorMiddleware[],
     private readonly sink: ErrorSink = { error: (m) => console.error(m) },
-  ) {}
+  ) {
+    this.middleware = [...middleware];
+  }
+
+  /** Deliver to `mw` too, after the others (listeners found at boot; runners made earlier by {@link with} are not changed). */
+  add(mw: ReactorMiddleware): void {
+    this.middleware.push(mw);
+  }
 
   get empty(): boolean {
     return this.middleware.length === 0;
