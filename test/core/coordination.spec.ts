@@ -111,6 +111,38 @@ describe('coordination (embedded runtime)', () => {
     expect(await engine.wait(waiting.runId)).toMatchObject({ status: 'completed', value: 'done b' });
   });
 
+  it('a key function that throws fails a started run for good (never stuck), and a step whose key throws fails', async () => {
+    const { engine, dispatcher } = createHarness();
+    const def = reactor('coord-bad-key', {
+      lock: {
+        key: () => {
+          throw new Error('no key');
+        },
+      },
+      background: { all: true },
+    });
+    engine.register(def);
+    const started = await engine.start(def, { account: 'a' });
+    await dispatcher.idle();
+    expect(await engine.wait(started.runId)).toMatchObject({
+      status: 'failed',
+      failure: { code: 'CONFIGURATION_INVALID', message: expect.stringContaining('lock key function threw: no key') },
+    });
+    const stepKey = defineReactor('coord-bad-step-key', (r: ReactorBuilder<Input>) =>
+      r.step('work', () => success(1), { account: r.input('account', { type: 'string' }) } as never, {
+        lock: { key: () => 42 as never },
+      }),
+    );
+    engine.register(stepKey);
+    expect(await engine.run(stepKey, { account: 'a' })).toMatchObject({
+      status: 'failed',
+      failure: {
+        stepName: 'work',
+        message: expect.stringContaining('lock key function must return a non-empty string'),
+      },
+    });
+  });
+
   it('a semaphore: at most `limit` runs at once; a slot returns when a run ends', async () => {
     const { engine } = createHarness();
     const gate = deferred();

@@ -197,6 +197,36 @@ describe('interrupts', () => {
     ).rejects.toBeInstanceOf(AlreadyResumedError);
   });
 
+  it('a late answer by correlation id to a finished run is refused, never kept for the next run with that id', async () => {
+    const log: string[] = [];
+    const { engine } = createHarness();
+    const def = approval(log);
+    engine.register(def);
+    const first = await engine.run(def, input);
+    await engine.cancel(first.runId, 'withdrawn');
+    await expect(engine.continueByCorrelationId('approval', 'approve', 'order-o-1', approve)).rejects.toMatchObject({
+      code: 'RUN_NOT_PAUSED',
+    });
+    // The next run with the id pauses for its own answer.
+    expect(await engine.run(def, input)).toMatchObject({ status: 'paused', correlationId: 'order-o-1' });
+  });
+
+  it('a payload that cannot be written as JSON is refused without counting an attempt', async () => {
+    const log: string[] = [];
+    const { engine } = createHarness();
+    const def = approval(log);
+    engine.register(def);
+    const paused = await engine.run(def, input);
+    const cyclic: Record<string, unknown> = { approved: true, by: 'x' };
+    cyclic.self = cyclic;
+    await expect(engine.continue(paused.runId, 'approve', cyclic)).rejects.toMatchObject({
+      code: 'PAYLOAD_INVALID',
+      fieldErrors: { '(payload)': [expect.stringContaining('cannot be written as JSON')] },
+    });
+    expect((await engine.get(paused.runId))?.status).toBe('paused');
+    expect(await engine.continue(paused.runId, 'approve', approve)).toMatchObject({ accepted: 'applied' });
+  });
+
   it('a second live run reaching the same correlation id fails (CORRELATION_ID_TAKEN) and rolls back', async () => {
     const log: string[] = [];
     const { engine } = createHarness();

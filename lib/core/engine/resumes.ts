@@ -103,6 +103,9 @@ export class Resumes {
     const store = this.store();
     const def = this.registry.get(reactorName);
     const target = this.resolve(def, path);
+    if (typeof correlationId !== 'string' || correlationId.length === 0 || correlationId.length > 512) {
+      throw new UnknownCorrelationIdError(def.name, String(correlationId).slice(0, 64));
+    }
     const now = this.parts.clock.now();
     let stale: string | undefined;
     const boundTo = await store.findCorrelationId(def.name, correlationId);
@@ -110,11 +113,13 @@ export class Resumes {
       // A live run: resumed like `continue` (an invalid payload counts as one of its attempts).
       const state = await this.parts.storage.load(boundTo);
       if (state && !isTerminal(state.status)) return this.resume(state, def, target, payload, options);
-      if (state && options.ifNotReached === 'refuse') {
-        // A finished run still holds the id: say what became of its interrupt.
-        if (levelOf(state, target.segments)?.completed.includes(target.step.name)) {
-          throw new AlreadyResumedError(state.runId, target.path, 'result');
-        }
+      // A finished run that reached this interrupt still holds the id: a late answer is its, and is
+      // refused; kept for a later run with the same id, it would answer a question nobody saw.
+      const level = state ? levelOf(state, target.segments) : undefined;
+      if (state && level?.completed.includes(target.step.name)) {
+        throw new AlreadyResumedError(state.runId, target.path, 'result');
+      }
+      if (state && (level?.interrupts?.[target.step.name] || options.ifNotReached === 'refuse')) {
         throw new NotPausedError(state.runId, target.path, state.status, state.cancellation?.reason);
       }
       stale = boundTo;
@@ -345,7 +350,14 @@ export class Resumes {
     where: { reactor: string; path: string },
     throwInvalid = true,
   ): Promise<Record<string, string[]> | undefined> {
-    const problem = payload === undefined ? 'is missing' : jsonProblem(payload);
+    let problem = payload === undefined ? 'is missing' : jsonProblem(payload);
+    if (!problem) {
+      try {
+        JSON.stringify(payload);
+      } catch (error) {
+        problem = `cannot be written as JSON (${(error as Error)?.message ?? String(error)})`;
+      }
+    }
     if (problem) {
       throw new PayloadValidationError(
         `Reactor '${where.reactor}' interrupt '${where.path}': the payload ${problem} (it must be JSON).`,

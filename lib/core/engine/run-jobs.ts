@@ -96,8 +96,9 @@ export class RunJobs {
     try {
       await this.executions.execute(def, state, lease, 'worker', true);
     } catch (error) {
-      if (error instanceof ConfigurationError && error.option === 'rateLimits') {
-        // A rate limit this process does not know (a deploy in progress): permanent, not a snooze.
+      if (error instanceof ConfigurationError && COORDINATION_OPTIONS.includes(error.option ?? '')) {
+        // A rate limit this process does not know (a deploy in progress), or a key function that
+        // throws or returns no string: permanent, not a snooze; the run fails.
         await this.contention.fail(job.runId, { code: error.code, message: error.message });
         return;
       }
@@ -180,3 +181,6 @@ export class RunJobs {
     this.logger.warn(error.message);
   }
 }
+
+/** Options whose configuration errors fail a run for good (coordination keys and named limits). */
+const COORDINATION_OPTIONS = ['rateLimits', 'rateLimit', 'lock', 'semaphore', 'period', 'orderedLock'];

@@ -82,7 +82,9 @@ export async function runStep(scope: RunScope, step: StepDefinition): Promise<St
   try {
     hold = await takeStepCoordination(scope, step, args);
   } catch (error) {
-    if (!(error instanceof CoordinationContendedError)) throw error;
+    // A key function that throws (or returns no string) is the step's bug: it fails, never started.
+    if (!(error instanceof CoordinationContendedError))
+      return stepFailed(scope, step, error, args, { compensate: false });
     return stepContended(scope, step, args, error);
   }
   if (state.stepContentions) delete state.stepContentions[step.name];
