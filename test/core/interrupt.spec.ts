@@ -7,6 +7,7 @@ import {
   UnknownCorrelationIdError,
   UnknownInterruptError,
 } from '../../lib/core/errors';
+import { ReactorEngine } from '../../lib/core/engine/reactor-engine';
 import { runLeaseKey } from '../../lib/core/model/keys';
 import { failure, success } from '../../lib/core/results/step-outcome';
 import { createHarness, deferred } from './harness';
@@ -209,6 +210,26 @@ describe('interrupts', () => {
     });
     // The next run with the id pauses for its own answer.
     expect(await engine.run(def, input)).toMatchObject({ status: 'paused', correlationId: 'order-o-1' });
+  });
+
+  it('an answer from a process with another shape of the reactor is refused (DEFINITION_CHANGED), nothing claimed', async () => {
+    const log: string[] = [];
+    const h = createHarness();
+    const def = approval(log);
+    h.engine.register(def);
+    const paused = await h.engine.run(def, input);
+    const other = new ReactorEngine({ storage: h.storage, locks: h.locks, interrupts: h.interrupts, clock: h.clock });
+    other.register(
+      defineReactor('approval', (r: ReactorBuilder<{ orderId: string }>) =>
+        r.interrupt<unknown, { orderId: string }>('approve', {
+          args: { orderId: r.input('orderId', { type: 'string' }) },
+        }),
+      ),
+    );
+    await expect(other.continue(paused.runId, 'approve', approve)).rejects.toMatchObject({
+      code: 'DEFINITION_CHANGED',
+    });
+    expect(await h.engine.continue(paused.runId, 'approve', approve)).toMatchObject({ accepted: 'applied' });
   });
 
   it('a payload that cannot be written as JSON is refused without counting an attempt', async () => {

@@ -20,7 +20,7 @@ import {
 } from '../errors/interrupt.error';
 import { ConfigurationError } from '../errors/configuration.error';
 import { CoordinationContendedError } from '../errors/coordination.error';
-import { RunNotFoundError } from '../errors/run-state.error';
+import { DefinitionChangedError, RunNotFoundError } from '../errors/run-state.error';
 import { waitingInterrupts, type InterruptRecord, type ResumeClaim } from '../model/interrupt';
 import { jsonProblem } from '../model/json-values';
 import { runLeaseKey } from '../model/keys';
@@ -87,7 +87,7 @@ export class Resumes {
   ): Promise<ContinueResult> {
     const state = await this.parts.storage.load(runId);
     if (!state) throw new RunNotFoundError(runId);
-    const def = this.registry.forRun(state) ?? this.registry.get(state.reactorName);
+    const def = this.definitionOf(state);
     const target = this.resolve(def, path);
     return this.resume(state, def, target, payload, options);
   }
@@ -112,7 +112,10 @@ export class Resumes {
     if (boundTo !== undefined) {
       // A live run: resumed like `continue` (an invalid payload counts as one of its attempts).
       const state = await this.parts.storage.load(boundTo);
-      if (state && !isTerminal(state.status)) return this.resume(state, def, target, payload, options);
+      if (state && !isTerminal(state.status)) {
+        this.definitionOf(state);
+        return this.resume(state, def, target, payload, options);
+      }
       // A finished run that reached this interrupt still holds the id: a late answer is its, and is
       // refused; kept for a later run with the same id, it would answer a question nobody saw.
       const level = state ? levelOf(state, target.segments) : undefined;
@@ -383,6 +386,21 @@ export class Resumes {
       );
     }
     return errors;
+  }
+
+  /**
+   * The definition a paused run goes on under. A run started under another shape of its reactor
+   * cannot take an answer here (it would fail as changed): refused before anything is claimed.
+   */
+  private definitionOf(state: RunState): ReactorDefinition {
+    const def = this.registry.forRun(state);
+    if (def && def.hash === state.definitionHash) return def;
+    throw new DefinitionChangedError(
+      state.runId,
+      state.reactorName,
+      state.reactorVersion ?? '1',
+      this.registry.has(state.reactorName) ? this.registry.versionsOf(state.reactorName) : [],
+    );
   }
 
   /** The interrupt `path` names in `def`: `approve`, or `child.approve` (also `['child', 'approve']`). */
