@@ -158,6 +158,27 @@ describe('interrupts', () => {
     expect(final.trace.map((t) => t.type)).not.toContain('pause');
   });
 
+  it('an invalid payload before the run reaches the interrupt is refused without spending an attempt', async () => {
+    const log: string[] = [];
+    const { engine, dispatcher } = createHarness();
+    const gate = deferred();
+    const def = defineReactor('early-invalid', (r: ReactorBuilder<{ n: number }>) => {
+      const slow = r.step('slow', async () => (await gate.promise, success('done')), {});
+      return r.interrupt<number>('answer', { waitFor: [slow], payload: { type: 'number' } });
+    });
+    engine.register(def);
+    await engine.start(def, { n: 1 }, { runId: 'early-invalid-1' });
+    await expect(engine.continue('early-invalid-1', 'answer', 'not a number')).rejects.toMatchObject({
+      code: 'PAYLOAD_INVALID',
+      attempts: 0,
+    });
+    gate.resolve();
+    await dispatcher.idle();
+    expect((await engine.get('early-invalid-1'))?.status).toBe('paused');
+    expect(await engine.continue('early-invalid-1', 'answer', 7)).toMatchObject({ outcome: { status: 'completed' } });
+    expect(log).toEqual([]);
+  });
+
   it('resumes by correlation id; one that arrives before any run is kept; ifNotReached refuse says so', async () => {
     const log: string[] = [];
     const { engine } = createHarness();

@@ -263,7 +263,10 @@ export class Resumes {
       throw alreadyResumed(runId, path, reply.existing);
     }
     const spec = target.step.handler.interrupt;
-    const invalid = await this.validate(target, payload, { reactor: def.name, path }, false);
+    const reachedNow = state.status === 'paused' && record !== undefined;
+    // Before the run reaches the interrupt an invalid payload is refused, never counted: attempts
+    // are the paused run's to spend (as by correlation id).
+    const invalid = await this.validate(target, payload, { reactor: def.name, path }, !reachedNow);
     if (invalid) {
       const reply = await store.reject(runId, path, {
         fieldErrors: invalid,
