@@ -8,6 +8,7 @@ export { RunProcessor, JOB_RETRIES_EXHAUSTED, type RunWorkerState } from './run.
 export { reactorQueueImports, bullMqQueueOptions, ReactorBullConfigModule } from './reactor-queue.imports';
 export {
   REACTOR_QUEUE_NAME,
+  reactorQueueToken,
   REACTOR_BULL_CONFIG_KEY,
   JOB_BACKOFF_BASE_MS,
   FAILED_JOBS_KEPT,

@@ -1,4 +1,10 @@
-/** Name of the BullMQ queue every nest-reactor job goes through. */
+import { getQueueToken } from '@nestjs/bullmq';
+/**
+ * Name of the BullMQ queue every nest-reactor job goes through. With the Redis runtime the module
+ * registers it with `@nestjs/bullmq`, so `@InjectQueue(REACTOR_QUEUE_NAME)` (or
+ * {@link reactorQueueToken}) gives the `Queue` (for Bull Board, queue metrics, ...). Its keys use
+ * the prefix `<prefix>:{<prefix>:queue}` (see `bullMqPrefix`).
+ */
 export const REACTOR_QUEUE_NAME = 'nest-reactor';
 
 /**
@@ -21,4 +27,9 @@ export const FAILED_JOBS_KEPT = 1_000;
  */
 export function bullMqPrefix(prefix: string): string {
   return `${prefix}:{${prefix}:queue}`;
+}
+
+/** The injection token of the module's BullMQ `Queue` (Redis runtime): `getQueueToken(REACTOR_QUEUE_NAME)`. */
+export function reactorQueueToken(): string {
+  return getQueueToken(REACTOR_QUEUE_NAME);
 }
