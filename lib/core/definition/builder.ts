@@ -214,14 +214,7 @@ export class ReactorBuilder<I> {
   ): Ref<CO> {
     this.checkNewStepName(name);
     this.checkComposeOptions(name, options);
-    const reactorName =
-      typeof child === 'string' ? child : typeof child === 'function' ? getReactorMetadata(child)?.name : child.name;
-    if (!reactorName) {
-      this.fail(
-        `async reactor '${name}': the child is not a reactor. Pass a ReactorDefinition, a @Reactor class or a name`,
-        name,
-      );
-    }
+    const reactorName = this.childReactorName(`async reactor '${name}'`, name, child);
     this.pending.push({
       name,
       handler: { kind: 'async', name: `async-reactor:${reactorName}`, reactorName },
@@ -267,14 +260,7 @@ export class ReactorBuilder<I> {
   ): Ref<CO> {
     this.checkNewStepName(name);
     this.checkComposeOptions(name, options);
-    const reactorName =
-      typeof child === 'string' ? child : typeof child === 'function' ? getReactorMetadata(child)?.name : child.name;
-    if (!reactorName) {
-      this.fail(
-        `compose step '${name}': the child is not a reactor. Pass a ReactorDefinition, a @Reactor class or a reactor name`,
-        name,
-      );
-    }
+    const reactorName = this.childReactorName(`compose step '${name}'`, name, child);
     this.pending.push({
       name,
       handler: { kind: 'compose', reactorName, name: `compose:${reactorName}` },
@@ -433,6 +419,19 @@ export class ReactorBuilder<I> {
    * (TypeScript's excess-property check is not the only guard). `retries` is the reference's
    * newest rule: a child's steps retry themselves; retrying the whole child is gone.
    */
+  /** The name of the reactor a compose step or async reactor runs (a definition, a `@Reactor` class or a name). */
+  private childReactorName<CI, CO>(label: string, step: string, child: ComposeTarget<CI, CO>): string {
+    const reactorName =
+      typeof child === 'string' ? child : typeof child === 'function' ? getReactorMetadata(child)?.name : child.name;
+    if (!reactorName) {
+      this.fail(
+        `${label}: the child is not a reactor. Pass a ReactorDefinition, a @Reactor class or a reactor name`,
+        step,
+      );
+    }
+    return reactorName;
+  }
+
   private checkComposeOptions(name: string, options: unknown): void {
     if (options === undefined) return;
     if (typeof options !== 'object' || options === null)
