@@ -12,6 +12,7 @@ import { CoordinationContendedError } from '../errors/coordination.error';
 import { isTerminal, type RunState } from '../model/run-state';
 import { systemClock, type Clock } from '../ports/clock.port';
 import type { CoordinationStore, RateWindow } from '../ports/coordination-store.port';
+import { coordinationKey, takeMutexes, type MutexHold } from '../executor/mutexes';
 import type { EngineLogger } from './engine-options';
 
 /** What an execution holds, to extend while it runs and give back when it ends. */
@@ -135,48 +136,28 @@ export class Coordination {
       }
       bookkeeping.charged = true;
     }
-    let fence: number | undefined;
-    if (spec.lock) {
-      const reply = await this.waiting(mode === 'caller' ? spec.lock.waitMs : 0, () =>
-        store.acquireLock(keys.lock!, owner, spec.lock!.ttlMs),
-      );
-      if (!reply.acquired) {
-        throw new CoordinationContendedError(
-          'LOCK_CONTENDED',
-          def.name,
-          keys.lock!,
-          reply.retryAfterMs,
-          `the lock is held by run '${reply.holder}'`,
-        );
-      }
-      fence = reply.fence;
-      // Already held by this run (kept across a park on async units): one take is enough.
-      for (let extra = reply.count; extra > 1; extra--) await store.releaseLock(keys.lock!, owner, fence);
-    }
-    if (spec.semaphore) {
-      const semaphore = spec.semaphore;
-      const reply = await this.waiting(mode === 'caller' ? semaphore.waitMs : 0, () =>
-        store.acquireSemaphore(keys.semaphore!, owner, semaphore.limit, semaphore.leaseMs),
-      );
-      if (!reply.acquired) {
-        if (fence !== undefined) await store.releaseLock(keys.lock!, owner, fence).catch(() => undefined);
-        throw new CoordinationContendedError(
-          'SEMAPHORE_FULL',
-          def.name,
-          keys.semaphore!,
-          reply.retryAfterMs,
-          `all ${spec.semaphore.limit} slots of the semaphore are taken`,
-        );
-      }
-    }
+    const mutexes = await takeMutexes(store, spec, keys, owner, {
+      clock: this.clock,
+      reactorName: def.name,
+      waitMs: mode === 'caller' ? { lock: spec.lock?.waitMs, semaphore: spec.semaphore?.waitMs } : undefined,
+      // A lock kept across a park on async units is taken again: one take is enough.
+      oneTake: true,
+      alsoEvery:
+        order && spec.orderedLock
+          ? {
+              periodMs: spec.orderedLock.poisonPillMs,
+              run: () => void store.orderHeartbeat(order.key, order.nonce, order.epoch).catch(() => undefined),
+            }
+          : undefined,
+    });
     // Period re-check under the lock: runs that queued on it see a mark made meanwhile.
     if (spec.period && spec.lock && bookkeeping.periodBucket !== undefined && !(state.completed.length > 0)) {
       if (await store.isPeriodMarked(keys.period!, bookkeeping.periodBucket)) {
-        await this.giveBack(spec, keys, owner, fence);
+        await this.giveBack(mutexes, owner);
         return { halt: { reason: 'period', details: { key: keys.period!, bucket: bookkeeping.periodBucket } } };
       }
     }
-    return this.holding(def, spec, keys, owner, fence, order);
+    return this.holding(spec, keys, mutexes, owner, order);
   }
 
   /** Take run `state`'s place on its reactor's ordered lock (once: at its start). */
@@ -198,44 +179,19 @@ export class Coordination {
   }
 
   private holding(
-    def: ReactorDefinition,
     spec: CoordinationSpec,
     keys: Keys,
+    mutexes: MutexHold,
     owner: string,
-    fence: number | undefined,
     order: { key: string; nonce: number; epoch: number } | undefined,
   ): Holding {
     const store = this.store!;
-    const every = Math.max(
-      50,
-      Math.floor(
-        Math.min(
-          spec.lock?.ttlMs ?? Infinity,
-          spec.semaphore?.leaseMs ?? Infinity,
-          order && spec.orderedLock ? spec.orderedLock.poisonPillMs : Infinity,
-        ) / 3,
-      ),
-    );
-    const timer =
-      spec.lock || spec.semaphore || order
-        ? setInterval(() => {
-            if (order) void store.orderHeartbeat(order.key, order.nonce, order.epoch).catch(() => undefined);
-            if (spec.lock && fence !== undefined) {
-              void store.extendLock(keys.lock!, owner, fence, spec.lock.ttlMs).catch(() => undefined);
-            }
-            if (spec.semaphore) {
-              void store.extendSemaphore(keys.semaphore!, owner, spec.semaphore.leaseMs).catch(() => undefined);
-            }
-          }, every)
-        : undefined;
-    timer?.unref?.();
     return {
       leave: async (state) => {
-        if (timer) clearInterval(timer);
         const bookkeeping = (state.coordination ??= {});
-        // Parked on async units: the run keeps what it holds; its next execution takes the same
-        // lock again (re-entrant, so it counts one take) and the same semaphore slot (its own).
-        if (state.handoff?.mode === 'async' && state.status === 'running') return;
+        // Parked on async units: the run keeps what it holds (its extension stops); its next
+        // execution takes the same lock again (one take) and the same semaphore slot (its own).
+        if (state.handoff?.mode === 'async' && state.status === 'running') return mutexes.stop();
         try {
           if (state.status === 'completed' && spec.period && bookkeeping.periodBucket !== undefined) {
             await store.markPeriod(keys.period!, bookkeeping.periodBucket, 2 * PERIOD_MS[spec.period.every]);
@@ -251,34 +207,15 @@ export class Coordination {
             );
           }
         } finally {
-          await this.giveBack(spec, keys, owner, fence);
+          await this.giveBack(mutexes, owner);
         }
       },
     };
   }
 
-  /**
-   * `take` until it is acquired or `waitMs` has passed (a caller's `waitMs`; workers never wait:
-   * they snooze), sleeping until the holder's expiry at most, and 100 ms at most, between tries.
-   */
-  private async waiting<R extends { acquired: boolean; retryAfterMs?: number }>(
-    waitMs: number,
-    take: () => Promise<R>,
-  ): Promise<R> {
-    const deadline = this.clock.now() + waitMs;
-    for (;;) {
-      const reply = await take();
-      const left = deadline - this.clock.now();
-      if (reply.acquired || left <= 0) return reply;
-      await this.clock.sleep(Math.max(1, Math.min(100, left, reply.retryAfterMs ?? 100)));
-    }
-  }
-
-  private async giveBack(spec: CoordinationSpec, keys: Keys, owner: string, fence: number | undefined): Promise<void> {
-    const store = this.store!;
+  private async giveBack(mutexes: MutexHold, owner: string): Promise<void> {
     try {
-      if (spec.semaphore) await store.releaseSemaphore(keys.semaphore!, owner);
-      if (spec.lock && fence !== undefined) await store.releaseLock(keys.lock!, owner, fence);
+      await mutexes.release();
     } catch (error) {
       // Not released: the lease or TTL frees it; nothing is lost but time.
       this.logger.warn(`Run '${owner}': its lock or semaphore could not be released: ${String(error)}`);
@@ -286,25 +223,8 @@ export class Coordination {
   }
 
   private keysOf(def: ReactorDefinition, spec: CoordinationSpec, inputs: Record<string, unknown>): Keys {
-    const key = (what: string, fn: ((inputs: Record<string, unknown>) => string) | undefined): string | undefined => {
-      if (!fn) return undefined;
-      let value: unknown;
-      try {
-        value = fn(inputs);
-      } catch (error) {
-        throw new ConfigurationError(
-          `Reactor '${def.name}': its ${what} key function threw: ${(error as Error)?.message ?? String(error)}`,
-          what,
-        );
-      }
-      if (typeof value !== 'string' || value.length === 0) {
-        throw new ConfigurationError(
-          `Reactor '${def.name}': its ${what} key function must return a non-empty string (got ${typeof value}).`,
-          what,
-        );
-      }
-      return value;
-    };
+    const key = (what: string, fn: ((inputs: Record<string, unknown>) => string) | undefined) =>
+      coordinationKey(what, fn, inputs, (message) => new ConfigurationError(`Reactor '${def.name}': ${message}`, what));
     return {
       lock: key('lock', spec.lock?.key),
       semaphore: key('semaphore', spec.semaphore?.key),
