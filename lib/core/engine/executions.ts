@@ -112,6 +112,7 @@ export class Executions {
         entered = taken;
       }
       const env = this.env(mode, lease, { runId: state.runId, reactorName: def.name });
+      env.inAsyncUnit = state.asyncParent !== undefined;
       const { maxContextBytes, storage } = this.parts;
       if (maxContextBytes !== undefined) {
         env.recordBudget = { limit: maxContextBytes, used: () => storage.sizeOf?.(state) ?? 0 };

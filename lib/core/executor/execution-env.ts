@@ -40,6 +40,8 @@ export interface ExecutionEnv {
   owner?: { runId: string; reactorName: string };
   /** This execution is a map element: nested maps run inline. */
   inElement?: boolean;
+  /** This execution is an async unit's run (it has no id a client can resume). */
+  inAsyncUnit?: boolean;
   /** Resume claims and correlation ids (interrupts); without it, an interrupt fails its run. */
   interrupts?: InterruptStore;
   /** How long resume claims and correlation id bindings are kept. */

@@ -54,6 +54,10 @@ export abstract class RunScope implements StepScope {
     return this.env.inElement === true;
   }
 
+  get inAsyncUnit(): boolean {
+    return this.env.inAsyncUnit === true;
+  }
+
   /** The map store, when this process can fan out (it needs a dispatcher too). */
   get maps(): MapStore | undefined {
     return this.env.dispatch ? this.env.maps : undefined;

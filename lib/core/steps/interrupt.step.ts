@@ -28,8 +28,8 @@ const MAX_CORRELATION_ID = 512;
 /** The kind of `interrupt` steps. */
 export const interruptStep: StepKind<InterruptSpecOf> = {
   async invoke(scope, step, args) {
-    if (scope.inElement || scope.owner.runId.includes('/')) {
-      // A map element, or an async unit's run (`<parent>/<step>`): neither can be resumed by id.
+    if (scope.inElement || scope.inAsyncUnit) {
+      // A map element, or an async unit's run: neither can be resumed by id.
       return new Failure(new InterruptNotSupportedError(scope.def.name, step.name), { retryable: false });
     }
     const host = scope.interrupts;

@@ -29,6 +29,8 @@ export interface StepScope extends MapHost {
   child(def: ReactorDefinition, state: RunState, saving: ChildSaving): NestedExecution;
   /** Resume claims and correlation ids of the top-level run, when the engine has an interrupt store. */
   readonly interrupts?: InterruptHost;
+  /** Set when this execution is an async unit's run. */
+  readonly inAsyncUnit: boolean;
   /** Storing, queueing and reading async units' runs, when the engine can dispatch jobs. */
   readonly units?: AsyncUnitHost;
   /** Take a composed child's own coordination, held by the top-level run (see `ExecutionEnv.coordinate`). */
