@@ -21,7 +21,7 @@ import {
 import { ConfigurationError } from '../errors/configuration.error';
 import { CoordinationContendedError } from '../errors/coordination.error';
 import { DefinitionChangedError, RunNotFoundError } from '../errors/run-state.error';
-import { waitingInterrupts, type InterruptRecord, type ResumeClaim } from '../model/interrupt';
+import { waitingInterrupts, type InterruptRecord, type ResumeClaim, type WaitingInterrupt } from '../model/interrupt';
 import { jsonProblem } from '../model/json-values';
 import { runLeaseKey } from '../model/keys';
 import { isTerminal, type RunState } from '../model/run-state';
@@ -154,12 +154,7 @@ export class Resumes {
     const waiting = waitingInterrupts(state);
     if (!store || waiting.length === 0) return false;
     const now = this.parts.clock.now();
-    const claims = await store.claims(
-      state.runId,
-      waiting.map((w) => w.path),
-      'take',
-      now,
-    );
+    const claims = await this.claimsOf(state, waiting, 'take', now);
     let applied = false;
     for (const { path, record } of waiting) {
       let claim: ResumeClaim | undefined = claims[path];
@@ -180,17 +175,10 @@ export class Resumes {
    * looked for one), and wake it at its earliest active timeout.
    */
   async afterPause(state: RunState): Promise<void> {
-    const store = this.parts.interrupts;
-    if (!store || !this.dispatch.available) return;
+    if (!this.parts.interrupts || !this.dispatch.available) return;
     const waiting = waitingInterrupts(state);
     const now = this.parts.clock.now();
-    const raced = await store.claims(
-      state.runId,
-      waiting.map((w) => w.path),
-      'peek',
-      now,
-    );
-    if (Object.keys(raced).length > 0) {
+    if (Object.keys(await this.claimsOf(state, waiting, 'peek', now)).length > 0) {
       await this.dispatch.resume(state.runId, state.reactorName, 0);
       return;
     }
@@ -200,19 +188,28 @@ export class Resumes {
 
   /** Whether a paused run has something to apply: a claim, or an active timeout that is due (for the sweeper). */
   async due(state: RunState): Promise<boolean> {
-    const store = this.parts.interrupts;
     const waiting = waitingInterrupts(state);
-    if (!store || waiting.length === 0) return false;
     const now = this.parts.clock.now();
     const deadline = this.activeDeadline(state, waiting);
     if (deadline !== undefined && deadline <= now) return true;
-    const claims = await store.claims(
+    return Object.keys(await this.claimsOf(state, waiting, 'peek', now)).length > 0;
+  }
+
+  /** The claims made for the interrupts a run waits at (no round trip when it waits at none). */
+  private async claimsOf(
+    state: RunState,
+    waiting: readonly WaitingInterrupt[],
+    mode: 'take' | 'peek',
+    now: number,
+  ): Promise<Record<string, ResumeClaim>> {
+    const store = this.parts.interrupts;
+    if (!store || waiting.length === 0) return {};
+    return store.claims(
       state.runId,
       waiting.map((w) => w.path),
-      'peek',
+      mode,
       now,
     );
-    return Object.keys(claims).length > 0;
   }
 
   /** The earliest timeout of an `active` interrupt the run waits at. */
