@@ -36,17 +36,10 @@ local retention = tonumber(ARGV[6])
 if not now or not retention or retention <= 0 or (expiresAt ~= "" and not tonumber(expiresAt)) then
   return -2
 end
-local status, refused = runStatus(KEYS[1])
-if not status then
-  return {0}
-end
-if refused then
-  return {0, status}
-end
 local path = ARGV[2]
-local existing = currentClaim(KEYS[2], path, now)
-if existing then
-  return {0, status, existing}
+local refusal, status = refusalOf(KEYS[1], KEYS[2], path, now)
+if refusal then
+  return refusal
 end
 redis.call("HSET", KEYS[2], "c:" .. path, ARGV[3])
 if expiresAt ~= "" then

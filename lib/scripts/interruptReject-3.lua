@@ -38,17 +38,10 @@ local retention = tonumber(ARGV[5])
 if not now or not maxAttempts or not retention or retention <= 0 then
   return -2
 end
-local status, refused = runStatus(KEYS[1])
-if not status then
-  return {0}
-end
-if refused then
-  return {0, status}
-end
 local path = ARGV[2]
-local existing = currentClaim(KEYS[2], path, now)
-if existing then
-  return {0, status, existing}
+local refusal, status = refusalOf(KEYS[1], KEYS[2], path, now)
+if refusal then
+  return refusal
 end
 local attempts = redis.call("HINCRBY", KEYS[2], "n:" .. path, 1)
 local final = 0

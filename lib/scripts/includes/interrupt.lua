@@ -10,6 +10,9 @@
     currentClaim(resumeKey, path, now) -> claim JSON, or false
         the claim of interrupt `path` that holds at `now`. An early claim whose expiry has come
         (expiry <= now) counts as absent: it is deleted (`c:<path>` and `exp:<path>`)
+    refusalOf(runKey, resumeKey, path, now) -> reply, status
+        the reply refusing a claim or a rejection of interrupt `path` ({0} no run, {0, status} a
+        finished or rolling-back run, {0, status, claim} a claim holds), or false and the status
 ]]
 local function runStatus(runKey)
   local run = redis.call("HMGET", runKey, "status", "terminal")
@@ -30,4 +33,19 @@ local function currentClaim(resumeKey, path, now)
     return false
   end
   return held[1]
+end
+
+local function refusalOf(runKey, resumeKey, path, now)
+  local status, refused = runStatus(runKey)
+  if not status then
+    return {0}
+  end
+  if refused then
+    return {0, status}
+  end
+  local existing = currentClaim(resumeKey, path, now)
+  if existing then
+    return {0, status, existing}
+  end
+  return false, status
 end
