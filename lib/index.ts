@@ -46,6 +46,8 @@ export {
 export type {
   ReactorModuleOptions,
   ReactorModuleAsyncOptions,
+  ReactorAsyncModuleOptions,
+  ReactorOptionsFactory,
   ReactorRedisOptions,
   ReactorSweeperOptions,
   ReactorRuntime,

@@ -12,6 +12,8 @@
 export type {
   ReactorModuleOptions,
   ReactorModuleAsyncOptions,
+  ReactorAsyncModuleOptions,
+  ReactorOptionsFactory,
   ReactorRedisOptions,
   ReactorSweeperOptions,
   ReactorRuntimeKind,

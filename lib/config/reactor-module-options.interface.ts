@@ -1,4 +1,4 @@
-import type { InjectionToken, ModuleMetadata, OptionalFactoryDependency } from '@nestjs/common';
+import type { InjectionToken, ModuleMetadata, OptionalFactoryDependency, Type } from '@nestjs/common';
 import type { ReactorMiddleware, Clock, InputCipher, RateLimits } from '../core';
 
 /** Where the Redis runtime connects: a URL, or a connection the application owns. */
@@ -179,9 +179,33 @@ export interface ResolvedReactorModuleOptions {
  */
 export type ReactorRuntimeKind = 'embedded' | 'redis';
 
+/** What an async configuration returns: every module option but `global` (given beside it). */
+export type ReactorAsyncModuleOptions = Omit<ReactorModuleOptions, 'global'>;
+
+/**
+ * A provider that builds the module options, for `forRootAsync({ useClass })` or
+ * `forRootAsync({ useExisting })` (Nest's `ConfigurableModuleBuilder` convention; the method is
+ * `createReactorOptions`).
+ *
+ * ```ts
+ * @Injectable()
+ * export class ReactorConfig implements ReactorOptionsFactory {
+ *   constructor(private readonly config: ConfigService) {}
+ *   createReactorOptions() {
+ *     return { redis: { url: this.config.getOrThrow('REDIS_URL') } };
+ *   }
+ * }
+ * ```
+ */
+export interface ReactorOptionsFactory {
+  createReactorOptions(): ReactorAsyncModuleOptions | Promise<ReactorAsyncModuleOptions>;
+}
+
 /**
  * Options of {@link ReactorModule.forRootAsync}: module options from a factory that may inject
- * providers (e.g. a `ConfigService`).
+ * providers (e.g. a `ConfigService`), with Nest's `ConfigurableModuleBuilder` conventions: exactly
+ * one of `useFactory` (with `inject`), `useClass` or `useExisting` (a {@link ReactorOptionsFactory}),
+ * and `imports` for the modules they need.
  *
  * ```ts
  * ReactorModule.forRootAsync({
@@ -193,20 +217,23 @@ export type ReactorRuntimeKind = 'embedded' | 'redis';
  * ```
  */
 export interface ReactorModuleAsyncOptions {
-  /** Modules that export the providers listed in {@link inject}. */
+  /** Modules that export the providers listed in {@link inject} (or those `useClass` needs). */
   imports?: ModuleMetadata['imports'];
   /** Providers passed to {@link useFactory}, in order. */
   inject?: Array<InjectionToken | OptionalFactoryDependency>;
-  /** Returns the module options (all but `global`). Required. */
-  useFactory: (
-    ...deps: never[]
-  ) => Omit<ReactorModuleOptions, 'global'> | Promise<Omit<ReactorModuleOptions, 'global'>>;
+  /** Returns the module options (all but `global`). */
+  useFactory?: (...deps: never[]) => ReactorAsyncModuleOptions | Promise<ReactorAsyncModuleOptions>;
+  /** A class the module instantiates (with DI) and asks for the options. */
+  useClass?: Type<ReactorOptionsFactory>;
+  /** An existing provider (from {@link imports} or a global module) asked for the options. */
+  useExisting?: InjectionToken<ReactorOptionsFactory>;
   /** Register the module globally. @default true */
   global?: boolean;
   /**
-   * The runtime the factory configures: `'redis'` when it returns a `redis` option, else
+   * The runtime the options configure: `'redis'` when they hold a `redis` option, else
    * `'embedded'`. It is given here because it decides the module's providers (BullMQ queue and
-   * worker, sweeper) before the factory runs; a factory whose result disagrees fails the boot.
+   * worker, sweeper) before the factory runs; options that disagree fail the boot with an error
+   * that says to pass `runtime: 'redis'` here.
    * @default 'embedded'
    */
   runtime?: ReactorRuntimeKind;

@@ -43,21 +43,23 @@ export const messages = {
     `ReactorModule option '${key}' is unknown. Known options: ${known.join(', ')}.`,
   optionInvalid: (path: string, expected: string, value: unknown): string =>
     `ReactorModule option '${path}' must be ${expected} (got ${show(value)}).`,
-  asyncOptionsWithoutFactory: (): string =>
-    'ReactorModule.forRootAsync() needs a useFactory function that returns the module options, e.g. ' +
-    'forRootAsync({ imports: [ConfigModule], inject: [ConfigService], useFactory: (config) => ({ ... }) }).',
+  asyncOptionsWithoutFactory: (given: readonly string[]): string =>
+    'ReactorModule.forRootAsync() needs exactly one of useFactory (a function returning the module options), ' +
+    'useClass or useExisting (a provider with createReactorOptions())' +
+    (given.length > 1 ? `; it was given ${given.join(' and ')}` : '') +
+    ', e.g. forRootAsync({ imports: [ConfigModule], inject: [ConfigService], useFactory: (config) => ({ ... }) }).',
   asyncFactoryReturnedGlobal: (): string =>
-    "ReactorModule.forRootAsync(): useFactory returned 'global', which changes the module's shape and so cannot " +
+    "ReactorModule.forRootAsync(): the options factory returned 'global', which changes the module's shape and so cannot " +
     'come from an async factory. Pass it beside the factory instead: forRootAsync({ global: false, useFactory }).',
   asyncFactoryReturnedRuntime: (): string =>
-    "ReactorModule.forRootAsync(): useFactory returned 'runtime', which changes the module's shape and so cannot " +
+    "ReactorModule.forRootAsync(): the options factory returned 'runtime', which changes the module's shape and so cannot " +
     "come from an async factory. Pass it beside the factory instead: forRootAsync({ runtime: 'redis', useFactory }).",
   runtimeMismatch: (runtime: 'embedded' | 'redis'): string =>
     runtime === 'redis'
-      ? "ReactorModule.forRootAsync({ runtime: 'redis' }): useFactory returned no 'redis' option, so there is no " +
-        'Redis to run on. Return { redis: { url } } (or { redis: { connection } }) from the factory, or drop ' +
+      ? "ReactorModule.forRootAsync({ runtime: 'redis' }): the async options have no 'redis' option, so there is no " +
+        'Redis to run on. Return { redis: { url } } (or { redis: { connection } }) from the factory (or createReactorOptions()), or drop ' +
         "runtime: 'redis' to run embedded."
-      : "ReactorModule.forRootAsync(): useFactory returned a 'redis' option, but the module was declared with the " +
+      : "ReactorModule.forRootAsync(): the async options have a 'redis' option, but the module was declared with the " +
         "embedded runtime (the default). Pass runtime: 'redis' beside the factory: " +
         "forRootAsync({ runtime: 'redis', imports, inject, useFactory }).",
   sweepIntervalInvalid: (intervalMs: number, valid: string): string =>

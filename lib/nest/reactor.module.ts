@@ -22,6 +22,7 @@ import {
 } from '../config';
 import { resolveReactorModuleOptions, resolveRuntimeKind, runtimeKindOf } from './reactor-module.options';
 import { reactorEngineProvider } from './reactor-engine.provider';
+import { REACTOR_ASYNC_OPTIONS, ReactorAsyncOptionsBuilder } from './reactor-module.definition';
 import { ReactorClient } from './reactor.client';
 import { ReactorExplorer } from './reactor.explorer';
 import { ReactorLifecycle } from './reactor.lifecycle';
@@ -84,17 +85,21 @@ export class ReactorModule {
     const resolved = resolveReactorModuleOptions(options);
     // NOTE: a factory, not `useValue`: Nest hashes a dynamic module's metadata to identify it,
     // and options may hold a live connection (slow to hash, and its state changes meanwhile).
-    return ReactorModule.assemble(resolved.global, runtimeKindOf(resolved), [], {
-      provide: REACTOR_OPTIONS,
-      useFactory: () => resolved,
-    });
+    return ReactorModule.assemble(
+      resolved.global,
+      runtimeKindOf(resolved),
+      [],
+      [{ provide: REACTOR_OPTIONS, useFactory: () => resolved }],
+    );
   }
 
   /**
-   * Configure the module from a factory that may inject providers. `global` and `runtime` change
-   * the module's shape, so they are given here, beside the factory; `runtime: 'redis'` is required
-   * when the factory returns a `redis` option. The factory's result is validated like `forRoot`
-   * options when the module is instantiated.
+   * Configure the module asynchronously, with Nest's `ConfigurableModuleBuilder` conventions:
+   * `useFactory` (with `inject`), `useClass` or `useExisting` (a {@link ReactorOptionsFactory},
+   * whose `createReactorOptions()` returns the options), and `imports`. `global` and `runtime`
+   * change the module's shape, so they are given here, beside the factory; `runtime: 'redis'` is
+   * required when the options hold `redis` (a boot error says so when it is missing). What the
+   * factory returns is validated like `forRoot` options when the module is instantiated.
    *
    * ```ts
    * ReactorModule.forRootAsync({
@@ -106,28 +111,31 @@ export class ReactorModule {
    * ```
    */
   static forRootAsync(options: ReactorModuleAsyncOptions): DynamicModule {
-    if (!options || typeof options.useFactory !== 'function')
-      throw new ConfigurationError(messages.asyncOptionsWithoutFactory(), 'useFactory');
+    const given = (['useFactory', 'useClass', 'useExisting'] as const).filter((key) => options?.[key] !== undefined);
+    if (given.length !== 1 || (options.useFactory !== undefined && typeof options.useFactory !== 'function'))
+      throw new ConfigurationError(messages.asyncOptionsWithoutFactory(given), given[0] ?? 'useFactory');
     const { global } = resolveReactorModuleOptions({ global: options.global });
     const runtime = resolveRuntimeKind(options.runtime);
-    const useFactory = options.useFactory as (
-      ...deps: unknown[]
-    ) => ReturnType<ReactorModuleAsyncOptions['useFactory']>;
-    return ReactorModule.assemble(global, runtime, options.imports ?? [], {
-      provide: REACTOR_OPTIONS,
-      useFactory: async (...deps: unknown[]) => {
-        const raw: ReactorModuleOptions = await useFactory(...deps);
-        if (raw !== null && typeof raw === 'object' && 'global' in raw)
-          throw new ConfigurationError(messages.asyncFactoryReturnedGlobal(), 'global');
-        if (raw !== null && typeof raw === 'object' && 'runtime' in raw)
-          throw new ConfigurationError(messages.asyncFactoryReturnedRuntime(), 'runtime');
-        const resolved = resolveReactorModuleOptions(raw);
-        if (runtimeKindOf(resolved) !== runtime)
-          throw new ConfigurationError(messages.runtimeMismatch(runtime), 'runtime');
-        return resolved;
+    const generated = ReactorAsyncOptionsBuilder.forRootAsync(
+      options as Parameters<typeof ReactorAsyncOptionsBuilder.forRootAsync>[0],
+    );
+    return ReactorModule.assemble(global, runtime, generated.imports ?? [], [
+      ...(generated.providers ?? []),
+      {
+        provide: REACTOR_OPTIONS,
+        useFactory: (raw: ReactorModuleOptions) => {
+          if (raw !== null && typeof raw === 'object' && 'global' in raw)
+            throw new ConfigurationError(messages.asyncFactoryReturnedGlobal(), 'global');
+          if (raw !== null && typeof raw === 'object' && 'runtime' in raw)
+            throw new ConfigurationError(messages.asyncFactoryReturnedRuntime(), 'runtime');
+          const resolved = resolveReactorModuleOptions(raw);
+          if (runtimeKindOf(resolved) !== runtime)
+            throw new ConfigurationError(messages.runtimeMismatch(runtime), 'runtime');
+          return resolved;
+        },
+        inject: [REACTOR_ASYNC_OPTIONS],
       },
-      inject: options.inject ?? [],
-    });
+    ]);
   }
 
   /**
@@ -139,13 +147,13 @@ export class ReactorModule {
     global: boolean,
     runtime: ReactorRuntimeKind,
     imports: NonNullable<DynamicModule['imports']>,
-    optionsProvider: Provider,
+    optionsProviders: Provider[],
   ): DynamicModule {
     const optionsModule: DynamicModule = {
       module: ReactorOptionsModule,
       imports,
       // The id makes each forRoot/forRootAsync call a distinct module (see the note in forRoot).
-      providers: [optionsProvider, { provide: REACTOR_MODULE_ID, useValue: randomUUID() }],
+      providers: [...optionsProviders, { provide: REACTOR_MODULE_ID, useValue: randomUUID() }],
       exports: [REACTOR_OPTIONS],
     };
     const redis = runtime === 'redis';

@@ -124,7 +124,7 @@ describe('ReactorModule on Redis (e2e)', () => {
       imports: [ReactorModule.forRootAsync({ useFactory: () => ({ redis: { url: redisUrl() } }) })],
     }).setLogger(new CapturingLogger());
     await expect(redisWithoutRuntime.compile()).rejects.toThrow(
-      "useFactory returned a 'redis' option, but the module was declared with the embedded runtime (the default). " +
+      "the async options have a 'redis' option, but the module was declared with the embedded runtime (the default). " +
         "Pass runtime: 'redis' beside the factory",
     );
 
@@ -132,7 +132,7 @@ describe('ReactorModule on Redis (e2e)', () => {
       imports: [ReactorModule.forRootAsync({ runtime: 'redis', useFactory: () => ({}) })],
     }).setLogger(new CapturingLogger());
     await expect(runtimeWithoutRedis.compile()).rejects.toThrow(
-      "ReactorModule.forRootAsync({ runtime: 'redis' }): useFactory returned no 'redis' option",
+      "ReactorModule.forRootAsync({ runtime: 'redis' }): the async options have no 'redis' option",
     );
 
     expect(() => ReactorModule.forRootAsync({ runtime: 'cluster' as never, useFactory: () => ({}) })).toThrow(

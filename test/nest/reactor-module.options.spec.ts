@@ -6,7 +6,9 @@ import { RecordingMiddleware } from '../../lib/testing/recording.middleware';
 import { ReactorClient } from '../../lib/nest/reactor.client';
 import { REACTOR_CLOCK, REACTOR_OPTIONS } from '../../lib/config/reactor.constants';
 import type {
+  ReactorAsyncModuleOptions,
   ReactorModuleAsyncOptions,
+  ReactorOptionsFactory,
   ReactorModuleOptions,
 } from '../../lib/config/reactor-module-options.interface';
 import { resolveReactorModuleOptions } from '../../lib/nest/reactor-module.options';
@@ -26,6 +28,17 @@ class ConfigService {
 
 @Module({ providers: [ConfigService], exports: [ConfigService] })
 class ConfigModule {}
+
+@Injectable()
+class ReactorConfig implements ReactorOptionsFactory {
+  constructor(private readonly config: ConfigService) {}
+  createReactorOptions(): ReactorAsyncModuleOptions {
+    return { leaseTtlMs: this.config.get('leaseTtlMs'), clock: this.config.clock };
+  }
+}
+
+@Module({ imports: [ConfigModule], providers: [ReactorConfig], exports: [ReactorConfig] })
+class ReactorConfigModule {}
 
 describe('ReactorModule options', () => {
   describe('forRootAsync', () => {
@@ -65,12 +78,54 @@ describe('ReactorModule options', () => {
       }
     });
 
-    it('throws a clear error without useFactory', () => {
+    it('throws a clear error without exactly one of useFactory, useClass, useExisting', () => {
       expect(() =>
         ReactorModule.forRootAsync({ inject: [ConfigService] } as unknown as ReactorModuleAsyncOptions),
-      ).toThrow('ReactorModule.forRootAsync() needs a useFactory function that returns the module options');
+      ).toThrow(
+        'ReactorModule.forRootAsync() needs exactly one of useFactory (a function returning the module options), ' +
+          'useClass or useExisting (a provider with createReactorOptions())',
+      );
       expect(() => ReactorModule.forRootAsync(undefined as unknown as ReactorModuleAsyncOptions)).toThrow(
-        /needs a useFactory/,
+        /needs exactly one of useFactory/,
+      );
+      expect(() => ReactorModule.forRootAsync({ useFactory: () => ({}), useClass: ReactorConfig })).toThrow(
+        /it was given useFactory and useClass/,
+      );
+      expect(() => ReactorModule.forRootAsync({ useFactory: 'nope' } as unknown as ReactorModuleAsyncOptions)).toThrow(
+        /needs exactly one of useFactory/,
+      );
+    });
+
+    it.each([
+      ['useClass', { useClass: ReactorConfig, imports: [ConfigModule] }],
+      ['useExisting', { useExisting: ReactorConfig, imports: [ReactorConfigModule] }],
+    ] as Array<[string, ReactorModuleAsyncOptions]>)(
+      'builds the options with %s (createReactorOptions)',
+      async (_kind, async) => {
+        const app = await Test.createTestingModule({
+          imports: [ReactorModule.forRootAsync(async)],
+          providers: ORDER_PROVIDERS,
+        })
+          .setLogger(new CapturingLogger())
+          .compile();
+        try {
+          await app.init();
+          expect(app.get(REACTOR_OPTIONS).leaseTtlMs).toBe(12_345);
+          expect(app.get(REACTOR_CLOCK)).toBeInstanceOf(FakeClock);
+          const outcome = await app.get(ReactorClient).run(OrderReactor, order);
+          expect(outcome.status).toBe('completed');
+        } finally {
+          await app.close();
+        }
+      },
+    );
+
+    it('says at boot that runtime must be given beside the factory when the options hold redis', async () => {
+      const builder = Test.createTestingModule({
+        imports: [ReactorModule.forRootAsync({ useFactory: () => ({ redis: { url: 'redis://127.0.0.1:1' } }) })],
+      }).setLogger(new CapturingLogger());
+      await expect(builder.compile()).rejects.toThrow(
+        "the module was declared with the embedded runtime (the default). Pass runtime: 'redis' beside the factory",
       );
     });
 
@@ -90,7 +145,7 @@ describe('ReactorModule options', () => {
       }).setLogger(new CapturingLogger());
 
       await expect(builder.compile()).rejects.toThrow(
-        /useFactory returned 'global'.*forRootAsync\(\{ global: false, useFactory \}\)/,
+        /the options factory returned 'global'.*forRootAsync\(\{ global: false, useFactory \}\)/,
       );
     });
   });
