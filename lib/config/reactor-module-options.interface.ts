@@ -85,7 +85,8 @@ export interface ReactorModuleOptions {
   maxContextBytes?: number;
   /**
    * Redis runtime: number of shards runs are spread over (see `RedisKeys`). Fixed per deployment:
-   * changing it under live data strands existing runs. @default 16
+   * the count is recorded at the first boot under a prefix, and a module configured with another
+   * one fails its boot (changing it under live data would strand existing runs). @default 128
    */
   shards?: number;
   /**

@@ -69,10 +69,24 @@ export const messages = {
   redisConnectionInvalid: (value: unknown): string =>
     `ReactorModule option 'redis.connection' must be an ioredis client (new Redis(...) or new Cluster(...)) ` +
     `(got ${show(value)}). Or pass { redis: { url } } and let the module create and close its own connections.`,
-  redisConnectionRetries: (value: unknown): string =>
+  redisConnectionRetries: (value: unknown, cluster: boolean): string =>
     `ReactorModule option 'redis.connection' has maxRetriesPerRequest ${show(value)}; BullMQ workers need null ` +
-    '(they block on the connection). Create it with new Redis(url, { maxRetriesPerRequest: null }), or pass ' +
-    '{ redis: { url } } and let the module create its own connections.',
+    '(they block on the connection). ' +
+    (cluster
+      ? 'Create the cluster with new Cluster(nodes, { redisOptions: { maxRetriesPerRequest: null } }) ' +
+        '(see the README, "Redis Cluster").'
+      : 'Create it with new Redis(url, { maxRetriesPerRequest: null }), or pass { redis: { url } } and let the ' +
+        'module create its own connections.'),
+  redisIsClusterNode: (option: 'redis.url' | 'redis.connection'): string =>
+    `ReactorModule option '${option}' reaches a Redis Cluster node (INFO cluster says cluster_enabled:1) through a ` +
+    'single-node connection: every key of another slot would fail with MOVED. Give the module the cluster: ' +
+    '{ redis: { connection: new Cluster([{ host, port }, ...], { redisOptions: { maxRetriesPerRequest: null }, ' +
+    'retryDelayOnTryAgain: 100, maxRedirections: 64 }) } }; the application closes it after app.close() ' +
+    '(see the README, "Redis Cluster").',
+  shardsChanged: (prefix: string, stored: string, configured: number): string =>
+    `ReactorModule option 'shards' is ${configured}, but the deployment under prefix '${prefix}' was made with ` +
+    `${stored} shards: runs are placed by shard, so with another count the existing ones could no longer be ` +
+    `found. Set shards: ${stored} (the count is fixed per deployment), or use a new prefix for a new deployment.`,
   redisRuntimeStarted: (prefix: string, queue: string, bullPrefix: string, workers: boolean): string =>
     `Durable runtime on Redis and BullMQ: keys under '${prefix}', BullMQ queue '${queue}' (prefix '${bullPrefix}'), ` +
     (workers ? 'this process runs workers.' : 'workers disabled in this process (workers: false): it only enqueues.'),

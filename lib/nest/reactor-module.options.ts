@@ -10,6 +10,7 @@ import {
 } from '../core';
 import { DEFAULT_MAX_CONTEXT_BYTES } from '../storage/run-state.codec';
 import { DEFAULT_CONTEXT_TTL_MS } from '../storage/redis/redis-reactor.storage';
+import { DEFAULT_SHARDS } from '../storage/redis/redis.keys';
 import { describeValidSweepIntervals, sweepCronExpression } from '../sweepers/sweep-schedule';
 import {
   type ReactorModuleOptions,
@@ -32,7 +33,7 @@ export const REACTOR_MODULE_DEFAULTS = Object.freeze({
   jobRetryCount: 3,
   contextTtlMs: DEFAULT_CONTEXT_TTL_MS,
   maxContextBytes: DEFAULT_MAX_CONTEXT_BYTES,
-  shards: 16,
+  shards: DEFAULT_SHARDS,
   shutdownGraceMs: 10_000,
   connectTimeoutMs: 10_000,
   unknownReactorRetries: ENGINE_DEFAULTS.unknownReactorDeferrals,

@@ -96,8 +96,37 @@ export class RedisReactorRuntime implements ReactorRuntime {
     );
   }
 
-  /** PING Redis, bounded by `connectTimeoutMs`; a coded error that says what to do when it does not answer. */
+  /**
+   * PING Redis, bounded by `connectTimeoutMs` (a coded error that says what to do when it does not
+   * answer), then check the deployment: a single-node connection to a Redis Cluster node is
+   * refused (keys of other slots would fail with `MOVED`), and so is a `shards` count other than
+   * the one the deployment under this prefix was made with (recorded at its first boot).
+   */
   async ready(): Promise<void> {
+    await this.reachable();
+    try {
+      await this.checkDeployment();
+    } catch (error) {
+      await this.close().catch(() => undefined);
+      throw error;
+    }
+  }
+
+  private async checkDeployment(): Promise<void> {
+    const info = await this.redis.info('cluster');
+    if (/^cluster_enabled:1\b/m.test(info) && (this.redis as { isCluster?: boolean }).isCluster !== true) {
+      const option = this.ownsConnection ? 'redis.url' : 'redis.connection';
+      throw new ConfigurationError(messages.redisIsClusterNode(option), option);
+    }
+    const key = this.keys.shardsKey();
+    await this.redis.set(key, String(this.keys.shards), 'NX');
+    const stored = await this.redis.get(key);
+    if (stored !== null && stored !== String(this.keys.shards)) {
+      throw new ConfigurationError(messages.shardsChanged(this.keys.prefix, stored, this.keys.shards), 'shards');
+    }
+  }
+
+  private async reachable(): Promise<void> {
     const timeoutMs = this.options.connectTimeoutMs;
     let timer: NodeJS.Timeout | undefined;
     const timedOut = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), timeoutMs)));
@@ -215,7 +244,7 @@ function checkedConnection(value: unknown): RedisConnection {
   // Same rule as BullMQ's (it throws on a truthy value when the worker duplicates the connection).
   if (redisOptions.maxRetriesPerRequest) {
     throw new ConfigurationError(
-      messages.redisConnectionRetries(redisOptions.maxRetriesPerRequest),
+      messages.redisConnectionRetries(redisOptions.maxRetriesPerRequest, connection.isCluster === true),
       'redis.connection',
     );
   }

@@ -198,7 +198,7 @@ describe('ReactorModule options', () => {
       jobRetryCount: 3,
       contextTtlMs: 86_400_000,
       maxContextBytes: 16 * 1024 * 1024,
-      shards: 16,
+      shards: 128,
       shutdownGraceMs: 10_000,
       connectTimeoutMs: 10_000,
       unknownReactorRetries: 30,

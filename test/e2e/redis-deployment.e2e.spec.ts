@@ -1,0 +1,89 @@
+import { Test } from '@nestjs/testing';
+import Redis, { Cluster } from 'ioredis';
+import { REACTOR_RUNTIME } from '../../lib/config/reactor.constants';
+import { ReactorModule } from '../../lib/nest/reactor.module';
+import type { RedisReactorRuntime } from '../../lib/runtime/redis.runtime';
+import { CapturingLogger } from '../nest/fixtures';
+import { startRedisServer, type PrivateRedisServer } from '../support/redis-server';
+import { redisUrl } from '../setup/redis';
+import { BackgroundAllReactor, createRedisApp, useRedisPrefixes } from './e2e.fixtures';
+
+describe('Redis deployment checks at boot', () => {
+  const files = useRedisPrefixes();
+
+  it('records the shard count of a deployment and refuses a boot with another one, naming the fix', async () => {
+    const p = files.prefix('shards');
+    const first = await createRedisApp(p);
+    try {
+      const runtime = first.app.get<RedisReactorRuntime>(REACTOR_RUNTIME);
+      expect(runtime.keys.shards).toBe(128);
+      expect(await files.redis().get(runtime.keys.shardsKey())).toBe('128');
+      const started = await first.client.run(BackgroundAllReactor, { word: 'ok' });
+      expect(started.status).toBe('dispatched');
+    } finally {
+      await first.app.close();
+    }
+
+    // The same count boots again; another one is refused before it could strand the runs.
+    const again = await createRedisApp(p, { shards: 128 });
+    await again.app.close();
+    await expect(createRedisApp(p, { shards: 16 })).rejects.toThrow(
+      `ReactorModule option 'shards' is 16, but the deployment under prefix '${p}' was made with 128 shards: ` +
+        'runs are placed by shard, so with another count the existing ones could no longer be found. ' +
+        'Set shards: 128 (the count is fixed per deployment), or use a new prefix for a new deployment.',
+    );
+  });
+
+  describe('on a Redis Cluster node', () => {
+    let node: PrivateRedisServer;
+    beforeAll(async () => {
+      node = await startRedisServer(['--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf']);
+    });
+    afterAll(() => node.stop());
+
+    it('refuses a single-node url with the Cluster form of the fix', async () => {
+      const builder = Test.createTestingModule({
+        imports: [ReactorModule.forRoot({ redis: { url: node.url }, prefix: files.prefix('cluster-url') })],
+      }).setLogger(new CapturingLogger());
+      const app = await builder.compile();
+      await expect(app.init()).rejects.toThrow(
+        "ReactorModule option 'redis.url' reaches a Redis Cluster node (INFO cluster says cluster_enabled:1) " +
+          'through a single-node connection: every key of another slot would fail with MOVED. Give the module the ' +
+          'cluster: { redis: { connection: new Cluster([{ host, port }, ...], { redisOptions: { maxRetriesPerRequest: null }',
+      );
+      // Nest's close() re-throws a failed bootstrap's error; the runtime let go of its connections itself.
+      await app.close().catch(() => undefined);
+    });
+
+    it('refuses a single-node connection the same way, and leaves it open (it is the application’s)', async () => {
+      const connection = new Redis(node.url, { maxRetriesPerRequest: null });
+      try {
+        const app = await Test.createTestingModule({
+          imports: [ReactorModule.forRoot({ redis: { connection }, prefix: files.prefix('cluster-conn') })],
+        })
+          .setLogger(new CapturingLogger())
+          .compile();
+        await expect(app.init()).rejects.toThrow(/option 'redis\.connection' reaches a Redis Cluster node/);
+        await app.close().catch(() => undefined);
+        expect(await connection.ping()).toBe('PONG');
+      } finally {
+        connection.disconnect();
+      }
+    });
+  });
+
+  it('refuses a Cluster with maxRetriesPerRequest set, with the Cluster form of the fix', () => {
+    const cluster = new Cluster([{ host: '127.0.0.1', port: Number(new URL(redisUrl()).port) }], {
+      lazyConnect: true,
+      redisOptions: { maxRetriesPerRequest: 3 },
+    });
+    expect(() => ReactorModule.forRoot({ redis: { connection: cluster } })).not.toThrow();
+    const app = Test.createTestingModule({
+      imports: [ReactorModule.forRoot({ redis: { connection: cluster }, prefix: files.prefix('cluster-retries') })],
+    }).setLogger(new CapturingLogger());
+    return expect(app.compile()).rejects.toThrow(
+      "ReactorModule option 'redis.connection' has maxRetriesPerRequest 3; BullMQ workers need null (they block on " +
+        'the connection). Create the cluster with new Cluster(nodes, { redisOptions: { maxRetriesPerRequest: null } })',
+    );
+  });
+});
