@@ -1,6 +1,6 @@
 import { SpanStatusCode, trace } from '@opentelemetry/api';
 import type { TestingModule } from '@nestjs/testing';
-import type { ReactorBuilder } from '../../lib/core/definition/builder';
+import type { ReactorBuilder, ReactorClass } from '../../lib/core/definition/builder';
 import type { ReactorBlueprint } from '../../lib/core/definition/reactor-blueprint';
 import type { StepContext } from '../../lib/core/definition/step';
 import { success } from '../../lib/core/results/step-outcome';
@@ -62,9 +62,9 @@ describe('OpenTelemetry trace of a background run through BullMQ (Redis)', () =>
   });
 
   /** Start `reactor` inside a caller span; wait for the run and for `runSpans` run spans of its trace. */
-  async function startInCallerSpan(reactor: Parameters<ReactorClient['start']>[0], input: object, runSpans: number) {
+  async function startInCallerSpan(reactor: ReactorClass, input: object, runSpans: number) {
     const { runId, traceId, spanId } = await otel.tracer().startActiveSpan('POST /checkout', async (span) => {
-      const started = await producer.start(reactor as typeof TracedCheckoutReactor, input as Checkout);
+      const started = await producer.start(reactor, input as never);
       span.end();
       return { runId: started.runId, ...span.spanContext() };
     });
