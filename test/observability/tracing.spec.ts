@@ -233,6 +233,49 @@ describe('OpenTelemetry spans of an embedded run', () => {
     ]);
   });
 
+  it('a fan-out map: each element job’s run is a child of the map step that dispatched it', async () => {
+    const { engine, dispatcher } = createHarness();
+    const item = defineReactor('otel-item', (r: ReactorBuilder<{ sku: string }>) =>
+      r.step('reserve', ({ sku }: { sku: string }) => success(sku.length), { sku: r.input('sku', { type: 'string' }) }),
+    );
+    const importer = defineReactor('otel-import', (r: ReactorBuilder<{ skus: string[] }>) =>
+      r.map('reserve-all', {
+        source: r.input('skus', { type: 'array' }),
+        element: item,
+        inputs: (sku) => ({ sku }),
+        fanOut: { batchSize: 3, elementsPerJob: 1 },
+      }),
+    );
+    engine.register(item);
+    engine.register(importer);
+
+    const started = await otel.tracer().startActiveSpan('POST /imports', async (span) => {
+      const outcome = await engine.run(importer, { skus: ['a', 'bb', 'ccc'] });
+      span.end();
+      return outcome;
+    });
+    const done = await engine.wait(started.runId, { timeoutMs: 5_000 });
+    await dispatcher.idle();
+    expect(done.status).toBe('completed');
+
+    const spans = otel.spans();
+    const caller = only(spans, 'POST /imports');
+    const owners = spans.filter((s) => s.name === 'reactor.run otel-import');
+    const mapSteps = spans.filter((s) => s.name === 'reactor.step reserve-all');
+    const elements = spans.filter((s) => s.name === 'reactor.run otel-item');
+    expect(new Set(spans.map((s) => s.spanContext().traceId))).toEqual(new Set([caller.spanContext().traceId]));
+    expect(owners.map((s) => s.attributes['reactor.outcome'])).toEqual(['dispatched', 'completed']);
+    expect(mapSteps.map((s) => s.attributes['reactor.outcome'])).toEqual(['wait', 'success']);
+    expect(parentOf(owners[0])).toBe(caller.spanContext().spanId);
+    const dispatching = mapSteps[0].spanContext().spanId;
+    expect(elements).toHaveLength(3);
+    expect(elements.map(parentOf)).toEqual([dispatching, dispatching, dispatching]);
+    expect(elements.map((s) => s.attributes['reactor.mode'])).toEqual(['worker', 'worker', 'worker']);
+    // The owner is resumed by the job of the element that settled last: in the same trace, under the map step.
+    expect(parentOf(owners[1])).toBe(dispatching);
+    expect(recordedStrings(spans).filter((s) => s === 'bb' || s === 'ccc')).toEqual([]);
+  });
+
   it('tracing: false makes no spans and carries no trace context', async () => {
     const jobs: ReactorJob[] = [];
     const dispatcher: JobDispatcher = { dispatch: async (job) => void jobs.push(job) };
