@@ -14,9 +14,12 @@ import tseslint from 'typescript-eslint';
 const CORE_BOUNDARY_MESSAGE =
   'lib/core is the Nest-free engine (DESIGN.md non-negotiable 1): talk to the world through lib/core/ports';
 const CORE_MAX_DEPTH = 8; // folders below lib/core; deeper files would get no rule, so keep this generous
-const boundaryPatterns = (depth) => [
+// OpenTelemetry is imported in one room of core only (lib/core/tracing, which has its own block below).
+const OTEL_MESSAGE = 'only lib/core/tracing imports @opentelemetry/*: use its TraceSpan and Tracing';
+const boundaryPatterns = (depth, { otel = false } = {}) => [
   { regex: '^(@nestjs|bullmq|ioredis)(/|$)', message: CORE_BOUNDARY_MESSAGE },
   { regex: `^(\\./)?(\\.\\.(/|$)){${depth + 1}}(?!core(/|$))`, message: CORE_BOUNDARY_MESSAGE },
+  ...(otel ? [] : [{ regex: '^@opentelemetry(/|$)', message: OTEL_MESSAGE }]),
 ];
 const coreBoundary = Array.from({ length: CORE_MAX_DEPTH + 1 }, (_, depth) => ({
   files: [['lib/core', ...Array(depth).fill('*'), '*.ts'].join('/')],
@@ -32,6 +35,21 @@ const floor = (files, regex, message) => ({
   },
 });
 const coreFloors = [
+  // lib/core/tracing: the OpenTelemetry API, and nothing else from core.
+  {
+    files: ['lib/core/tracing/*.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            ...boundaryPatterns(1, { otel: true }),
+            { regex: '^\\.\\./', message: 'lib/core/tracing imports nothing else from core' },
+          ],
+        },
+      ],
+    },
+  },
   floor(
     ['lib/core/model/*.ts'],
     '^\\.\\./',

@@ -21,6 +21,9 @@ describe('public API', () => {
       'InputValidationError',
       'ConfigurationError',
       'InternalError',
+      'REACTOR_TRACER_NAME',
+      'ReactorTraceAttributes',
+      'ReactorTraceEvents',
     ]) {
       expect(api).toHaveProperty(name);
     }
@@ -33,6 +36,8 @@ describe('public API', () => {
       'RunScope',
       'stepKindOf',
       'DefinitionRegistry',
+      'openTelemetryTracing',
+      'NO_TRACING',
     ]) {
       expect(api).not.toHaveProperty(internal);
     }

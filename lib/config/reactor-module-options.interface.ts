@@ -142,6 +142,12 @@ export interface ReactorModuleOptions {
    * not spent) before the run fails with the contention's code. @default 20
    */
   lockSnoozeMaxAttempts?: number;
+  /**
+   * OpenTelemetry spans of runs and steps, and the trace context carried in jobs, through the
+   * global `@opentelemetry/api`: a no-op until the application registers an OpenTelemetry SDK.
+   * `false` makes no spans and carries no context (docs/observability.md). @default true
+   */
+  tracing?: boolean;
 }
 
 /** {@link ReactorModuleOptions} after validation, with every default applied. */
@@ -172,6 +178,7 @@ export interface ResolvedReactorModuleOptions {
   readonly asyncParkTimeoutMs: number;
   readonly rateLimits: Readonly<Record<string, RateLimits>>;
   readonly lockSnoozeMaxAttempts: number;
+  readonly tracing: boolean;
 }
 
 /**

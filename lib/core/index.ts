@@ -29,3 +29,4 @@ export * from './results/step-signal';
 export * from './definition/interrupt-spec';
 export { AsyncUnitFailedError } from './steps/async.step';
 export * from './definition/coordination-spec';
+export * from './tracing';

@@ -62,6 +62,7 @@ export function createReactorEngine(
     unknownReactorDelayMs: options.unknownReactorDelayMs,
     idempotencyWindowMs: options.idempotencyWindowMs,
     snoozeDelayMs: options.snoozeDelayMs,
+    tracing: options.tracing,
     logger: nestEngineLogger(new Logger(REACTOR_LOGGER_CONTEXT)),
   });
 }

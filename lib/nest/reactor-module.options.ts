@@ -38,6 +38,7 @@ export const REACTOR_MODULE_DEFAULTS = Object.freeze({
   connectTimeoutMs: 10_000,
   unknownReactorRetries: ENGINE_DEFAULTS.unknownReactorDeferrals,
   unknownReactorDelayMs: ENGINE_DEFAULTS.unknownReactorDelayMs,
+  tracing: true,
 });
 
 const KNOWN_OPTIONS: ReadonlyArray<keyof ReactorModuleOptions> = [
@@ -67,6 +68,7 @@ const KNOWN_OPTIONS: ReadonlyArray<keyof ReactorModuleOptions> = [
   'asyncParkTimeoutMs',
   'rateLimits',
   'lockSnoozeMaxAttempts',
+  'tracing',
 ];
 
 /**
@@ -143,6 +145,7 @@ export function resolveReactorModuleOptions(raw: ReactorModuleOptions | undefine
       ENGINE_DEFAULTS.lockSnoozeMaxAttempts,
       0,
     ),
+    tracing: boolean('tracing', options.tracing, d.tracing),
   });
 }
 

@@ -115,7 +115,10 @@ function isQueue(value: Queue | StandaloneBullMqJobDispatcherOptions): value is 
   return typeof (value as Queue).add === 'function';
 }
 
-/** The job's identity fields only, without `undefined` values (and without a count of one). */
+/**
+ * The job's identity fields only, without `undefined` values (and without a count of one), and the
+ * trace context it carries (the worker's `engine.handleJob` continues that trace).
+ */
 function identityOf(job: ReactorJob): ReactorJob {
   const { kind, runId, reactorName, snoozes, deferrals } = job;
   const data: ReactorJob =
@@ -131,5 +134,6 @@ function identityOf(job: ReactorJob): ReactorJob {
         };
   if (snoozes !== undefined) data.snoozes = snoozes;
   if (deferrals !== undefined) data.deferrals = deferrals;
+  if (job.traceContext !== undefined) data.traceContext = job.traceContext;
   return data;
 }

@@ -209,6 +209,7 @@ describe('ReactorModule options', () => {
       asyncParkTimeoutMs: 3_600_000,
       rateLimits: {},
       lockSnoozeMaxAttempts: 20,
+      tracing: true,
     });
     // The idempotency window follows contextTtlMs, and may not outlive it.
     expect(resolveReactorModuleOptions({ contextTtlMs: 5_000 }).idempotencyWindowMs).toBe(5_000);

@@ -1,12 +1,14 @@
 import { InternalError } from '../errors/internal.error';
 import type { JobDispatcher, ReactorJob } from '../ports/job-dispatcher.port';
+import { NO_TRACING, type Tracing } from '../tracing/tracing';
 
-/** Enqueueing jobs: resumes, snoozes, and many jobs at once. */
+/** Enqueueing jobs: resumes, snoozes, and many jobs at once, each carrying the active trace context. */
 export class Dispatch {
   constructor(
     private readonly dispatcher: JobDispatcher | undefined,
     private readonly snoozeDelayMs: number,
     private readonly snoozeJitterMs: number,
+    private readonly tracing: Tracing = NO_TRACING,
   ) {}
 
   /** Whether this process can enqueue jobs at all. */
@@ -16,7 +18,7 @@ export class Dispatch {
 
   /** Enqueue one job, after `delayMs`. */
   async one(job: ReactorJob, delayMs?: number): Promise<void> {
-    await this.require(job.reactorName).dispatch(job, delayMs === undefined ? undefined : { delayMs });
+    await this.require(job.reactorName).dispatch(this.traced(job), delayMs === undefined ? undefined : { delayMs });
   }
 
   /** Enqueue a resume of run `runId`. */
@@ -26,7 +28,9 @@ export class Dispatch {
 
   /** Enqueue a recovery resume of run `runId`: at most one is pending per run, however often sweeps find it. */
   async recover(runId: string, reactorName: string): Promise<void> {
-    await this.require(reactorName).dispatch({ kind: 'resume', runId, reactorName }, { dedupeId: `recover-${runId}` });
+    await this.require(reactorName).dispatch(this.traced({ kind: 'resume', runId, reactorName }), {
+      dedupeId: `recover-${runId}`,
+    });
   }
 
   /** Re-enqueue a job whose run is busy elsewhere, after the snooze delay plus jitter (at most `maxDelayMs`). */
@@ -50,8 +54,19 @@ export class Dispatch {
   /** Enqueue many jobs at once (map elements), in one call where the dispatcher can. */
   async many(jobs: ReactorJob[], delayMs?: number): Promise<void> {
     const dispatcher = this.require(jobs[0]?.reactorName ?? '(map)');
+    const carrier = this.tracing.carrier();
+    if (carrier) jobs = jobs.map((job) => ({ ...job, traceContext: carrier }));
     if (dispatcher.dispatchMany) await dispatcher.dispatchMany(jobs, { delayMs });
     else for (const job of jobs) await dispatcher.dispatch(job, { delayMs });
+  }
+
+  /**
+   * `job` with the active trace context, when there is one (a snoozed job keeps the one it came
+   * with: its handler runs in that context).
+   */
+  private traced(job: ReactorJob): ReactorJob {
+    const carrier = this.tracing.carrier();
+    return carrier ? { ...job, traceContext: carrier } : job;
   }
 
   /** The dispatcher. @throws InternalError naming `reactorName` when none is configured. */

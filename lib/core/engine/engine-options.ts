@@ -9,6 +9,7 @@ import type { LockManager } from '../ports/lock-manager.port';
 import type { MapStore } from '../ports/map-store.port';
 import type { ReactorStorage } from '../ports/reactor-storage.port';
 import type { StepResolver } from '../ports/step-resolver.port';
+import type { Tracing } from '../tracing/tracing';
 
 /** Where the engine reports what it does not throw. */
 export interface EngineLogger {
@@ -107,6 +108,12 @@ export interface ReactorEngineOptions {
    * the storage's record retention (`contextTtlMs`), or a key may outlive its run. @default 24 h
    */
   idempotencyWindowMs?: number;
+  /**
+   * OpenTelemetry spans of runs and steps, and trace context carried in jobs, through the global
+   * `@opentelemetry/api` (a no-op until the application registers an SDK). `false` makes none and
+   * carries none. @default true
+   */
+  tracing?: boolean;
 }
 
 /** Options of one run. */
@@ -144,4 +151,5 @@ export interface EngineParts {
   readonly checkpointMinIntervalMs?: number;
   readonly maxContextBytes?: number;
   readonly idempotencyWindowMs: number;
+  readonly tracing: Tracing;
 }

@@ -63,6 +63,7 @@ export class Executions {
       lease,
       leaseTtlMs: parts.leaseTtlMs,
       checkpointMinIntervalMs: parts.checkpointMinIntervalMs,
+      tracing: parts.tracing,
       enqueueResume: dispatch.available
         ? (runId, reactorName, delayMs) => dispatch.resume(runId, reactorName, delayMs)
         : undefined,

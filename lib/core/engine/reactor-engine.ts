@@ -29,6 +29,7 @@ import { RunStarter } from './run-starter';
 import { RunViewer, type RunView } from './run-view';
 import { checkRunId } from './run-id';
 import { Waiters } from './waiters';
+import { tracingOf } from '../tracing/tracing';
 
 /**
  * The Nest-free engine: a registry of reactor definitions and the operations on runs. The Nest
@@ -77,10 +78,16 @@ export class ReactorEngine {
       checkpointMinIntervalMs: options.checkpointMinIntervalMs,
       maxContextBytes: options.maxContextBytes,
       idempotencyWindowMs: options.idempotencyWindowMs ?? ENGINE_DEFAULTS.idempotencyWindowMs,
+      tracing: tracingOf(options.tracing ?? true),
     };
     this.parts = parts;
     const snoozeDelayMs = options.snoozeDelayMs ?? ENGINE_DEFAULTS.snoozeDelayMs;
-    const dispatch = new Dispatch(options.dispatcher, snoozeDelayMs, options.snoozeJitterMs ?? snoozeDelayMs);
+    const dispatch = new Dispatch(
+      options.dispatcher,
+      snoozeDelayMs,
+      options.snoozeJitterMs ?? snoozeDelayMs,
+      parts.tracing,
+    );
     const leases = new LeaseKeeper(parts.locks, parts.leaseTtlMs, logger);
     this.storage = parts.storage;
     this.encryptsInputs =
@@ -313,6 +320,11 @@ export class ReactorEngine {
    * normally, so the job is not retried.
    */
   async handleJob(job: ReactorJob): Promise<void> {
+    // In the trace context of the code that enqueued the job: a background run is one trace with its caller.
+    return this.parts.tracing.resume(job.traceContext, () => this.deliver(job));
+  }
+
+  private async deliver(job: ReactorJob): Promise<void> {
     switch (job.kind) {
       case 'resume':
         return this.runJobs.handle(job);

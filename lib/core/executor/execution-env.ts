@@ -9,6 +9,7 @@ import type { InterruptStore } from '../ports/interrupt-store.port';
 import type { MapStore } from '../ports/map-store.port';
 import type { ReactorStorage } from '../ports/reactor-storage.port';
 import type { StepResolver } from '../ports/step-resolver.port';
+import type { Tracing } from '../tracing/tracing';
 
 /** Everything an execution needs from its host (the engine). */
 export interface ExecutionEnv {
@@ -64,6 +65,8 @@ export interface ExecutionEnv {
   lockSnoozeMaxAttempts?: number;
   /** Resolve when run `runId` is terminal (or paused), or after `timeoutMs` (with it as it is then). */
   awaitRun?: (runId: string, timeoutMs: number) => Promise<unknown>;
+  /** Spans of the execution and its steps; without it, none. */
+  tracing?: Tracing;
 }
 
 /** Saves the root run; `final` ends the execution and releases the lease in the same write. */

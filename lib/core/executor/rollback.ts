@@ -8,6 +8,7 @@ import type { StepDefinition } from '../definition/definition';
 import type { RollbackFailure } from '../model/failure';
 import type { UndoEntry } from '../model/run-state';
 import { stepKindOf, type RollbackReport } from '../steps';
+import { ReactorTraceAttributes, ReactorTraceEvents } from '../tracing/tracing';
 import type { RunScope } from './run-scope';
 import type { StepFailed } from './step-runner';
 
@@ -92,12 +93,14 @@ export async function undoEntry(scope: RunScope, entry: UndoEntry): Promise<Roll
       },
     ];
   }
+  scope.span.event(ReactorTraceEvents.UNDO_START, { [ReactorTraceAttributes.STEP]: step.name });
   await scope.emitStep(step, { type: 'undo.start' });
   const report = await underStepCoordination(scope, step, entry.args, 'undo', () =>
     stepKindOf(step).undo(scope, step, entry),
   );
   const ok = report.failures.length === 0;
   scope.trace({ type: 'undo', step: step.name, ok, detail: report.detail });
+  scope.span.event(ok ? ReactorTraceEvents.UNDO_COMPLETE : ReactorTraceEvents.UNDO_FAIL, spanEvent(step, ok, report));
   await scope.emitStep(step, ok ? { type: 'undo.complete' } : { type: 'undo.fail', error: failMessage(report) });
   return report.failures;
 }
@@ -111,12 +114,17 @@ async function compensateStep(
 ): Promise<RollbackFailure[]> {
   const kind = stepKindOf(step);
   if (!kind.compensate) return [];
+  scope.span.event(ReactorTraceEvents.COMPENSATION_START, { [ReactorTraceAttributes.STEP]: step.name });
   await scope.emitStep(step, { type: 'compensation.start' });
   const report = await underStepCoordination(scope, step, args, 'compensate', () =>
     kind.compensate!(scope, step, error, args),
   );
   const ok = report.failures.length === 0;
   scope.trace({ type: 'compensate', step: step.name, ok, detail: report.detail });
+  scope.span.event(
+    ok ? ReactorTraceEvents.COMPENSATION_COMPLETE : ReactorTraceEvents.COMPENSATION_FAIL,
+    spanEvent(step, ok, report),
+  );
   await scope.emitStep(
     step,
     ok ? { type: 'compensation.complete' } : { type: 'compensation.fail', error: failMessage(report) },
@@ -140,6 +148,13 @@ async function underStepCoordination(
   } finally {
     await hold.release();
   }
+}
+
+/** Attributes of a compensation's or undo's closing span event: the step, and the error when it failed. */
+function spanEvent(step: StepDefinition, ok: boolean, report: RollbackReport): Record<string, string> {
+  return ok
+    ? { [ReactorTraceAttributes.STEP]: step.name }
+    : { [ReactorTraceAttributes.STEP]: step.name, [ReactorTraceAttributes.ERROR_MESSAGE]: failMessage(report) };
 }
 
 function failMessage(report: { failures: RollbackFailure[]; error?: string }): string {

@@ -36,7 +36,7 @@ import { InternalError } from '../errors/internal.error';
 import { ContextTooLargeError, LeaseLostError } from '../errors/run-state.error';
 import { UnstorableValueError } from '../errors/unstorable-value.error';
 import { ReadySteps } from '../graph/dependency-graph';
-import type { RollbackFailure } from '../model/failure';
+import { errorMessage, type RollbackFailure } from '../model/failure';
 import { isTerminal, type RunState } from '../model/run-state';
 import { outcomeOf, type RunOutcome } from '../results/run-outcome';
 import { RollbackSuspended } from '../results/suspension';
@@ -46,6 +46,7 @@ import type { ExecutionEnv, Saver } from './execution-env';
 import { finishRollback, rollback, undoAll, undoEntry } from './rollback';
 import { RunScope } from './run-scope';
 import { stepKindOf } from '../steps';
+import { ReactorTraceAttributes } from '../tracing/tracing';
 import { runStep, stepFailed, type StepFailed, type StepResult } from './step-runner';
 
 type Handoff = { mode: NonNullable<RunState['handoff']>; delayMs: number };
@@ -90,17 +91,57 @@ export class RunExecution extends RunScope implements NestedExecution {
   }
 
   /** Execute until the run completes, fails, halts, or hands off. */
-  async execute(resumed: boolean): Promise<RunOutcome> {
-    try {
-      return await this.executeSteps(resumed);
-    } catch (error) {
-      if (!(error instanceof RollbackSuspended) || !this.root) throw error;
-      return this.parkRollback(error);
-    }
+  execute(resumed: boolean): Promise<RunOutcome> {
+    return this.traced('run', resumed, async () => {
+      try {
+        return await this.executeSteps(resumed);
+      } catch (error) {
+        if (!(error instanceof RollbackSuspended) || !this.root) throw error;
+        return this.parkRollback(error);
+      }
+    });
   }
 
   /** Undo every completed step of a finished run (manual undo); the run ends `cancelled`. */
-  async undo(reason: string): Promise<RunOutcome> {
+  undo(reason: string): Promise<RunOutcome> {
+    return this.traced('undo', true, () => this.undoRun(reason));
+  }
+
+  /**
+   * Run `body` inside this execution's span (`reactor.run <reactor>` or `reactor.undo <reactor>`),
+   * a child of the active context; the span ends with the outcome's status (ERROR when failed).
+   */
+  private async traced(operation: 'run' | 'undo', resumed: boolean, body: () => Promise<RunOutcome>) {
+    const tracing = this.env.tracing;
+    if (!tracing) return body();
+    const span = tracing.start(`reactor.${operation} ${this.def.name}`, {
+      [ReactorTraceAttributes.REACTOR]: this.def.name,
+      [ReactorTraceAttributes.RUN_ID]: this.state.runId,
+      [ReactorTraceAttributes.RESUMED]: resumed,
+      [ReactorTraceAttributes.MODE]: this.env.mode,
+    });
+    this.span = span;
+    let outcome: RunOutcome;
+    try {
+      outcome = await span.within(body);
+    } catch (error) {
+      // A nested run whose rollback waits for map elements is not an error: its parent parks.
+      const suspended = error instanceof RollbackSuspended;
+      span.set({ [ReactorTraceAttributes.OUTCOME]: suspended ? 'suspended' : 'error' });
+      span.end(suspended ? undefined : errorMessage(error));
+      throw error;
+    }
+    span.set({ [ReactorTraceAttributes.OUTCOME]: outcome.status });
+    if (outcome.status === 'failed') {
+      span.set({ [ReactorTraceAttributes.ERROR_TYPE]: outcome.failure.code });
+      span.end(outcome.failure.message);
+    } else {
+      span.end();
+    }
+    return outcome;
+  }
+
+  private async undoRun(reason: string): Promise<RunOutcome> {
     await this.startCancellation(reason);
     try {
       await finishRollback(this);

@@ -6,6 +6,7 @@ import { hydrateMapValue, storesMapMarker } from '../map/map-results';
 import type { ReactorEvent } from '../middleware/events';
 import type { MiddlewareRunner } from '../middleware/middleware-runner';
 import type { RunState, TraceEntry } from '../model/run-state';
+import { NO_SPAN, type TraceSpan } from '../tracing/tracing';
 
 /** Retention of resume claims and correlation ids when the engine sets none (24 h, the record's default). */
 const DEFAULT_INTERRUPT_RETENTION_MS = 24 * 60 * 60 * 1000;
@@ -31,6 +32,9 @@ export type StepEvent = DistributiveOmit<ReactorEvent, 'runId' | 'reactorName' |
 export abstract class RunScope implements StepScope {
   /** Errors of failing steps in this process, handed to `compensate` as they were thrown. */
   readonly liveErrors = new Map<string, unknown>();
+
+  /** The span of this execution (its steps' spans are its children; rollback events go on it). */
+  span: TraceSpan = NO_SPAN;
 
   /**
    * @param saveRun saves the root run; a composed child saves through its parent.

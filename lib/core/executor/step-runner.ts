@@ -11,11 +11,12 @@ import { ArgumentResolutionError } from '../errors/argument-resolution.error';
 import { InputValidationError } from '../errors/input-validation.error';
 import { ReactorError } from '../errors/reactor.error';
 import { ContextTooLargeError } from '../errors/run-state.error';
-import { describeError, runFailure, type RunFailure } from '../model/failure';
+import { describeError, errorMessage, runFailure, type RunFailure } from '../model/failure';
 import { NestedFailure } from '../results/nested-failure';
 import { Failure, Halt, Skipped, Success } from '../results/step-outcome';
 import { Suspended } from '../results/suspension';
 import { stepKindOf } from '../steps';
+import { ReactorTraceAttributes, ReactorTraceEvents, type TraceSpan } from '../tracing/tracing';
 import { applyContractDefaults, describeFieldErrors, validateContract } from '../validation/validate';
 import type { RunScope } from './run-scope';
 
@@ -37,8 +38,34 @@ export interface StepFailed {
   compensate: boolean;
 }
 
-/** Run `step` of `scope`'s run to a {@link StepResult}. */
+/**
+ * Run `step` of `scope`'s run to a {@link StepResult}, inside its span (`reactor.step <step>`, a
+ * child of the run's): the step's own code runs with that span active.
+ */
 export async function runStep(scope: RunScope, step: StepDefinition): Promise<StepResult> {
+  const span = scope.span.child(`reactor.step ${step.name}`, {
+    [ReactorTraceAttributes.REACTOR]: scope.def.name,
+    [ReactorTraceAttributes.RUN_ID]: scope.state.runId,
+    [ReactorTraceAttributes.STEP]: step.name,
+  });
+  let result: StepResult;
+  try {
+    result = await span.within(() => settle(scope, step, span));
+  } catch (error) {
+    span.set({ [ReactorTraceAttributes.OUTCOME]: 'error' });
+    span.end(errorMessage(error));
+    throw error;
+  }
+  span.set({
+    [ReactorTraceAttributes.ATTEMPT]: scope.state.attempts[step.name] ?? 0,
+    [ReactorTraceAttributes.OUTCOME]: result.kind,
+  });
+  span.end(result.kind === 'failure' ? result.failure.errorMessage : undefined);
+  return result;
+}
+
+/** Run `step` to a {@link StepResult} (its span is `span`). */
+async function settle(scope: RunScope, step: StepDefinition, span: TraceSpan): Promise<StepResult> {
   const { def, state } = scope;
   let args: Record<string, unknown>;
   try {
@@ -85,11 +112,11 @@ export async function runStep(scope: RunScope, step: StepDefinition): Promise<St
     // A key function that throws (or returns no string) is the step's bug: it fails, never started.
     if (!(error instanceof CoordinationContendedError))
       return stepFailed(scope, step, error, args, { compensate: false });
-    return stepContended(scope, step, args, error);
+    return stepContended(scope, step, args, error, span);
   }
   if (state.stepContentions) delete state.stepContentions[step.name];
   try {
-    return await attempts(scope, step, args, shownArgs);
+    return await attempts(scope, step, args, shownArgs, span);
   } finally {
     await hold.release();
   }
@@ -105,6 +132,7 @@ async function stepContended(
   step: StepDefinition,
   args: Record<string, unknown>,
   error: CoordinationContendedError,
+  span: TraceSpan,
 ): Promise<StepResult> {
   const { state, env } = scope;
   const waited = ((state.stepContentions ??= {})[step.name] ?? 0) + 1;
@@ -120,7 +148,7 @@ async function stepContended(
     return { kind: 'retry', step, delayMs };
   }
   await env.clock.sleep(delayMs);
-  return runStep(scope, step);
+  return settle(scope, step, span);
 }
 
 /** Invoke the step's kind under its retry policy. */
@@ -129,6 +157,7 @@ async function attempts(
   step: StepDefinition,
   args: Record<string, unknown>,
   shownArgs: Record<string, unknown>,
+  span: TraceSpan,
 ): Promise<StepResult> {
   const { def, state, env } = scope;
   const kind = stepKindOf(step);
@@ -176,6 +205,11 @@ async function attempts(
       const delayMs = backoffDelay(step.retries, attempt);
       const message = describeError(outcome.error).message;
       scope.trace({ type: 'retry', step: step.name, attempt, delayMs, detail: message });
+      span.event(ReactorTraceEvents.RETRY, {
+        [ReactorTraceAttributes.ATTEMPT]: attempt,
+        [ReactorTraceAttributes.RETRY_DELAY_MS]: delayMs,
+        [ReactorTraceAttributes.ERROR_MESSAGE]: message,
+      });
       await scope.emitStep(step, { type: 'step.retry', attempt, delayMs, error: message });
       if (env.mode === 'worker' && env.enqueueResume) {
         state.retryAt = { ...state.retryAt, [step.name]: env.clock.now() + delayMs };

@@ -8,6 +8,12 @@ interface JobIdentity {
   contentions?: number;
   /** How many times this job went back to the queue because its worker did not know the reactor. */
   deferrals?: number;
+  /**
+   * The trace context of the code that enqueued the job (W3C `traceparent`, `tracestate`, as the
+   * OpenTelemetry propagator writes them), so the worker handles it in the same trace. Metadata,
+   * not state: a job without it runs as well.
+   */
+  traceContext?: Record<string, string>;
 }
 
 /** Execute (or resume) a run from its stored state. */
