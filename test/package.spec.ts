@@ -17,6 +17,40 @@ function packedFiles(): string[] {
   return report.files.map((f) => f.path);
 }
 
+/**
+ * Compile `code` as a consumer of the package (linked into its node_modules) with these compiler
+ * options. Throws, with tsc's diagnostics, when it does not compile (a module that cannot be
+ * resolved, a matcher jest's `expect` does not know).
+ */
+function compileConsumer(options: Record<string, unknown>, code: string): void {
+  const app = mkdtempSync(join(tmpdir(), 'nest-reactor-consumer-'));
+  try {
+    mkdirSync(join(app, 'node_modules'));
+    symlinkSync(root, join(app, 'node_modules', 'nest-reactor'), 'dir');
+    writeFileSync(join(app, 'consumer.ts'), code);
+    writeFileSync(
+      join(app, 'tsconfig.json'),
+      JSON.stringify({
+        compilerOptions: {
+          target: 'es2022',
+          strict: true,
+          noEmit: true,
+          skipLibCheck: true,
+          experimentalDecorators: true,
+          ...options,
+        },
+        files: ['consumer.ts'],
+      }),
+    );
+    execFileSync(join(root, 'node_modules', '.bin', 'tsc'), ['-p', app], { encoding: 'utf8', stdio: 'pipe' });
+  } catch (error) {
+    const { stdout, stderr } = error as { stdout?: string; stderr?: string };
+    throw new Error(`the consumer did not compile:\n${stdout ?? ''}${stderr ?? ''}\n${String(error)}`);
+  } finally {
+    rmSync(app, { recursive: true, force: true });
+  }
+}
+
 describe('the published package', () => {
   let files: string[];
 
@@ -31,6 +65,8 @@ describe('the published package', () => {
       'dist/lib/index.d.ts',
       'dist/lib/testing/index.js',
       'dist/lib/testing/index.d.ts',
+      'dist/lib/testing/jest/index.js',
+      'dist/lib/testing/jest/index.d.ts',
     ]) {
       expect(files).toContain(entry);
     }
@@ -44,40 +80,44 @@ describe('the published package', () => {
     ['commonjs', 'node10'],
     ['node16', 'node16'],
   ])(
-    "'nest-reactor' and 'nest-reactor/testing' resolve with module %s (moduleResolution %s)",
+    "'nest-reactor' and 'nest-reactor/testing' resolve with module %s (moduleResolution %s), without any test framework's types",
     (module, moduleResolution) => {
-      const app = mkdtempSync(join(tmpdir(), 'nest-reactor-consumer-'));
-      try {
-        mkdirSync(join(app, 'node_modules'));
-        symlinkSync(root, join(app, 'node_modules', 'nest-reactor'), 'dir');
-        writeFileSync(
-          join(app, 'consumer.ts'),
-          "import { ReactorModule } from 'nest-reactor';\n" +
-            "import { FakeClock } from 'nest-reactor/testing';\n" +
-            'export const clock: FakeClock = new FakeClock();\n' +
-            'export const module = ReactorModule;\n',
-        );
-        writeFileSync(
-          join(app, 'tsconfig.json'),
-          JSON.stringify({
-            compilerOptions: {
-              module,
-              moduleResolution,
-              target: 'es2022',
-              strict: true,
-              noEmit: true,
-              skipLibCheck: true,
-              experimentalDecorators: true,
-              types: [],
-            },
-            files: ['consumer.ts'],
-          }),
-        );
-        // Throws (with tsc's diagnostics) when a module cannot be resolved.
-        execFileSync(join(root, 'node_modules', '.bin', 'tsc'), ['-p', app], { encoding: 'utf8', stdio: 'pipe' });
-      } finally {
-        rmSync(app, { recursive: true, force: true });
-      }
+      compileConsumer(
+        { module, moduleResolution, types: [] },
+        "import { ReactorModule } from 'nest-reactor';\n" +
+          "import { FakeClock, ReactorTestingKit, ReactorTestingModule, TestClock, reactorMatchers } from 'nest-reactor/testing';\n" +
+          'export const clock: FakeClock = new FakeClock();\n' +
+          'export const testClock: TestClock = new TestClock();\n' +
+          'export const module = ReactorModule;\n' +
+          'export const testing = ReactorTestingModule.forRoot({ clock: testClock });\n' +
+          'export type Kit = ReactorTestingKit;\n' +
+          'export const matchers = Object.keys(reactorMatchers);\n',
+      );
+    },
+    60_000,
+  );
+
+  it.each([
+    ['commonjs', 'node10'],
+    ['node16', 'node16'],
+  ])(
+    "'nest-reactor/testing/jest' resolves with module %s (moduleResolution %s) and types the matchers on jest's expect",
+    (module, moduleResolution) => {
+      compileConsumer(
+        { module, moduleResolution, types: ['jest'], typeRoots: [join(root, 'node_modules', '@types')] },
+        "import type { RunOutcome } from 'nest-reactor';\n" +
+          "import { reactorMatchers } from 'nest-reactor/testing/jest';\n" +
+          'expect.extend(reactorMatchers);\n' +
+          'declare const outcome: RunOutcome;\n' +
+          'export function check(): void {\n' +
+          '  expect(outcome).toHaveCompleted();\n' +
+          "  expect(outcome).toHaveCompleted({ shipmentId: 'sh_1' });\n" +
+          "  expect(outcome).toHaveFailedAt('charge');\n" +
+          "  expect(outcome).toHaveRolledBack(['charge', 'reserve']);\n" +
+          "  expect(outcome).toHaveRetried('charge', 2);\n" +
+          "  expect(outcome).not.toHaveValidationErrorOn('order.totalCents', /positive/);\n" +
+          '}\n',
+      );
     },
     60_000,
   );
