@@ -4,7 +4,7 @@
  * type-check:
  *
  * ```ts
- * // test/setup-reactor.ts (jest's setupFilesAfterEach)
+ * // test/setup-reactor.ts (jest's setupFilesAfterEnv)
  * import { reactorMatchers } from 'nest-reactor/testing/jest';
  * expect.extend(reactorMatchers);
  * ```
