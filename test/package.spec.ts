@@ -104,6 +104,16 @@ function readmeQuickStart(): { files: Map<string, string>; install: string[]; ou
   return { files, install, output };
 }
 
+/** Compile the app with tsc; throws with tsc's diagnostics when it does not compile. */
+function compile(app: string): void {
+  try {
+    execFileSync(tsc, ['-p', app], { encoding: 'utf8', stdio: 'pipe' });
+  } catch (error) {
+    const { stdout, stderr } = error as { stdout?: string; stderr?: string };
+    throw new Error(`the app did not compile:\n${stdout ?? ''}${stderr ?? ''}\n${String(error)}`);
+  }
+}
+
 describe('the published package', () => {
   let packDir: string;
   let tarball: string;
@@ -122,6 +132,8 @@ describe('the published package', () => {
       'dist/lib/index.d.ts',
       'dist/lib/testing/index.js',
       'dist/lib/testing/index.d.ts',
+      'dist/lib/testing/jest/index.js',
+      'dist/lib/testing/jest/index.d.ts',
     ]) {
       expect(files).toContain(entry);
     }
@@ -149,7 +161,7 @@ describe('the published package', () => {
   });
 
   it.each(RESOLUTIONS)(
-    "'nest-reactor' and 'nest-reactor/testing' resolve with module %s (moduleResolution %s)",
+    "'nest-reactor' and 'nest-reactor/testing' resolve with module %s (moduleResolution %s), without any test framework's types",
     (module, moduleResolution) => {
       const app = freshApp(tarball, []);
       try {
@@ -157,19 +169,52 @@ describe('the published package', () => {
         writeFileSync(
           join(app, 'src', 'consumer.ts'),
           "import { ReactorModule } from 'nest-reactor';\n" +
-            "import { FakeClock } from 'nest-reactor/testing';\n" +
+            "import { FakeClock, ReactorTestingKit, ReactorTestingModule, TestClock, reactorMatchers } from 'nest-reactor/testing';\n" +
             'export const clock: FakeClock = new FakeClock();\n' +
-            'export const module = ReactorModule;\n',
+            'export const testClock: TestClock = new TestClock();\n' +
+            'export const module = ReactorModule;\n' +
+            'export const testing = ReactorTestingModule.forRoot({ clock: testClock });\n' +
+            'export type Kit = ReactorTestingKit;\n' +
+            'export const matchers = Object.keys(reactorMatchers);\n',
         );
         writeFileSync(join(app, 'tsconfig.json'), tsconfig(module, moduleResolution, 'dist', ['src']));
-        // Throws (with tsc's diagnostics) when a module cannot be resolved.
-        execFileSync(tsc, ['-p', app], { encoding: 'utf8', stdio: 'pipe' });
+        compile(app);
         // And it loads: every runtime import of the package is a dependency or a peer.
         const loaded = execFileSync(process.execPath, ['-e', "require('./dist/consumer.js'); console.log('loaded')"], {
           cwd: app,
           encoding: 'utf8',
         });
         expect(loaded.trim()).toBe('loaded');
+      } finally {
+        rmSync(app, { recursive: true, force: true });
+      }
+    },
+    60_000,
+  );
+
+  it.each(RESOLUTIONS)(
+    "'nest-reactor/testing/jest' resolves with module %s (moduleResolution %s) and types the matchers on jest's expect",
+    (module, moduleResolution) => {
+      const app = freshApp(tarball, ['@types/jest']);
+      try {
+        mkdirSync(join(app, 'src'));
+        writeFileSync(
+          join(app, 'src', 'matchers.spec.ts'),
+          "import type { RunOutcome } from 'nest-reactor';\n" +
+            "import { reactorMatchers } from 'nest-reactor/testing/jest';\n" +
+            'expect.extend(reactorMatchers);\n' +
+            'declare const outcome: RunOutcome;\n' +
+            'export function check(): void {\n' +
+            '  expect(outcome).toHaveCompleted();\n' +
+            "  expect(outcome).toHaveCompleted({ shipmentId: 'sh_1' });\n" +
+            "  expect(outcome).toHaveFailedAt('charge');\n" +
+            "  expect(outcome).toHaveRolledBack(['charge', 'reserve']);\n" +
+            "  expect(outcome).toHaveRetried('charge', 2);\n" +
+            "  expect(outcome).not.toHaveValidationErrorOn('order.totalCents', /positive/);\n" +
+            '}\n',
+        );
+        writeFileSync(join(app, 'tsconfig.json'), tsconfig(module, moduleResolution, 'dist', ['src']));
+        compile(app);
       } finally {
         rmSync(app, { recursive: true, force: true });
       }
@@ -200,7 +245,7 @@ describe('the published package', () => {
             writeFileSync(join(app, file), code);
           }
           writeFileSync(join(app, 'tsconfig.json'), tsconfig(module, moduleResolution, 'dist', ['src']));
-          execFileSync(tsc, ['-p', app], { encoding: 'utf8', stdio: 'pipe' });
+          compile(app);
           const stdout = execFileSync(process.execPath, ['dist/main.js'], { cwd: app, encoding: 'utf8' });
           expect(stdout).toBe(quickStart.output);
         } finally {

@@ -41,7 +41,15 @@ describe('public API', () => {
     ]) {
       expect(api).not.toHaveProperty(internal);
     }
-    expect(Object.keys(testing).sort()).toEqual(['FakeClock', 'RecordingMiddleware', 'createTestEngine']);
+    expect(Object.keys(testing).sort()).toEqual([
+      'FakeClock',
+      'ReactorTestingKit',
+      'ReactorTestingModule',
+      'RecordingMiddleware',
+      'TestClock',
+      'createTestEngine',
+      'reactorMatchers',
+    ]);
   });
 
   it('runs a reactor with the testing entry point, with retries that do not wait', async () => {

@@ -175,4 +175,21 @@ export const messages = {
     'onModuleInit). Call it from onApplicationBootstrap or later.',
   jobFailed: (kind: string, runId: string, reactorName: string, error: unknown): string =>
     `Job '${kind}' for run '${runId}' (reactor '${reactorName}') failed: ${(error as Error)?.stack ?? String(error)}`,
+
+  // Testing kit
+  testingOptionUnsupported: (option: string): string =>
+    `ReactorTestingModule.forRoot(): the '${option}' option is not for the testing module, which always runs ` +
+    `the embedded runtime on its own TestClock (pass { clock: new TestClock(start) } to choose the start time). ` +
+    `To test a Redis setup, import ReactorModule.forRoot({ redis }) instead.`,
+  testingStepNotMockable: (stepClass: Named): string =>
+    `ReactorTestingKit.mockStep(): ${className(stepClass)} is not a @Step class. Pass the class a reactor uses ` +
+    `in r.step(...), decorated with @Step and listed in the testing module's providers.`,
+  testingStepNotProvided: (stepClass: Named): string =>
+    `ReactorTestingKit.mockStep(): no provider ${className(stepClass)} in the testing module. Add it to the ` +
+    `providers of Test.createTestingModule (or override it there with overrideProvider(...).useValue(...)).`,
+  testingAdvanceInvalid: (ms: unknown): string =>
+    `ReactorTestingKit.advance(): the time to move must be a number of milliseconds >= 0 (got ${show(ms)}).`,
+  testingTimersRunaway: (limit: number): string =>
+    `ReactorTestingKit.runAllTimers(): ${limit} timers fired and more keep coming (a run that keeps snoozing, ` +
+    `retrying or polling?). Move time by a bounded amount with kit.advance(ms), or pass a higher { limit }.`,
 };

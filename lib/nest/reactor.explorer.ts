@@ -134,8 +134,14 @@ export class ReactorExplorer implements OnModuleInit {
   }
 }
 
-/** The class of a provider: its instance's constructor (finds `useFactory` providers), else its metatype. */
+/**
+ * The class of a provider: its token when that is a `@Step` or `@Reactor` class (so a provider
+ * overridden in a test, `overrideProvider(ChargePayment).useValue(fake)`, stands for the class the
+ * reactors use), else its instance's constructor (finds `useFactory` providers), else its metatype.
+ */
 function classOf(wrapper: InstanceWrapper): Class | undefined {
+  const token: unknown = wrapper.token;
+  if (typeof token === 'function' && (getStepMetadata(token) || getReactorMetadata(token))) return token as Class;
   const instance: unknown = wrapper.instance;
   const fromInstance = instance !== null && typeof instance === 'object' ? instance.constructor : undefined;
   const candidate = fromInstance ?? wrapper.metatype;

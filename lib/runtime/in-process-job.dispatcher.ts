@@ -11,6 +11,19 @@ import {
 const MAX_TIMER_MS = 2_147_483_647;
 
 /**
+ * A clock that keeps timers of its own (the testing kit's `TestClock`): a delayed job waits on
+ * {@link timer} and runs when the clock's time reaches it, not when something else sleeps.
+ */
+export interface TimerClock extends Clock {
+  /** Resolves once this clock's time has moved `ms` past now. */
+  timer(ms: number): Promise<void>;
+}
+
+function keepsTimers(clock: Clock): clock is TimerClock {
+  return typeof (clock as Partial<TimerClock>).timer === 'function';
+}
+
+/**
  * The embedded runtime's dispatcher: jobs run in this process, after their delay, on the same
  * event loop. Not durable: a job pending when the process exits is lost (the embedded runtime says
  * so at boot). {@link idle} resolves when no job is pending, which tests use instead of sleeping.
@@ -46,12 +59,21 @@ export class InProcessJobDispatcher implements JobDispatcher {
       if (this.deduped.has(dedupeId)) return;
       this.deduped.add(dedupeId);
     }
-    this.pending++;
     const payload: ReactorJob = JSON.parse(JSON.stringify(job)) as ReactorJob;
     const delayMs = options.delayMs ?? 0;
     const run = () => {
       void this.deliver(payload).finally(() => dedupeId !== undefined && this.deduped.delete(dedupeId));
     };
+    if (delayMs > 0 && keepsTimers(this.clock)) {
+      // NOTE: not pending while its timer waits: `idle()` means nothing can run until the clock moves.
+      void this.clock.timer(delayMs).then(() => {
+        if (this.closed) return;
+        this.pending++;
+        setImmediate(run);
+      });
+      return;
+    }
+    this.pending++;
     if (delayMs > 0 && this.clock !== systemClock) {
       void this.clock.sleep(delayMs).then(() => setImmediate(run));
     } else {
@@ -72,7 +94,7 @@ export class InProcessJobDispatcher implements JobDispatcher {
     }
   }
 
-  /** Resolves when no job is pending or running. */
+  /** Resolves when no job is pending or running (a job waiting on a {@link TimerClock}'s timer is neither). */
   idle(): Promise<void> {
     if (this.pending === 0) return Promise.resolve();
     return new Promise((resolve) => this.idleWaiters.push(resolve));

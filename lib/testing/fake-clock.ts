@@ -17,7 +17,7 @@ export class FakeClock implements Clock {
 
   async sleep(ms: number): Promise<void> {
     this.sleeps.push(ms);
-    this.current += ms;
+    this.advance(ms);
   }
 
   /** Move time forward without sleeping. */

@@ -2,11 +2,24 @@
  * `nest-reactor/testing`: helpers for testing reactors.
  *
  * ```ts
+ * import { ReactorTestingModule, ReactorTestingKit, reactorMatchers } from 'nest-reactor/testing';
  * import { FakeClock, RecordingMiddleware, createTestEngine } from 'nest-reactor/testing';
  * ```
+ *
+ * The matchers' types for jest's `expect` come with `nest-reactor/testing/jest`; this entry
+ * compiles without any test framework's types.
  *
  * @packageDocumentation
  */
 export { FakeClock } from './fake-clock';
+export { TestClock } from './test-clock';
 export { RecordingMiddleware } from './recording.middleware';
 export { createTestEngine, type TestEngine } from './test-engine';
+export { ReactorTestingModule, type ReactorTestingModuleOptions } from './reactor-testing.module';
+export { ReactorTestingKit, type StepFake, type StepMock } from './reactor-testing.kit';
+export {
+  reactorMatchers,
+  type ReactorMatcherContext,
+  type ReactorMatcherName,
+  type ReactorMatcherResult,
+} from './matchers/reactor.matchers';

@@ -1,0 +1,166 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { ModuleRef } from '@nestjs/core';
+import {
+  ConfigurationError,
+  getStepMetadata,
+  type ReactorEvent,
+  type ReactorEventType,
+  type StepHandler,
+} from '../core';
+import { messages, REACTOR_DISPATCHER } from '../config';
+import { ReactorClient } from '../nest/reactor.client';
+import type { InProcessJobDispatcher } from '../runtime/in-process-job.dispatcher';
+import { RecordingMiddleware } from './recording.middleware';
+import { TestClock } from './test-clock';
+
+/** What {@link ReactorTestingKit.mockStep} takes: any of the step's `run`, `undo` and `compensate`, typed as the step's. */
+export type StepFake<S> = S extends StepHandler<infer A, infer R> ? Partial<StepHandler<A, R>> : Partial<StepHandler>;
+
+/** A step replaced by {@link ReactorTestingKit.mockStep}; `restore()` puts the real methods back. */
+export interface StepMock {
+  restore(): void;
+}
+
+const MOCKABLE = ['run', 'undo', 'compensate'] as const;
+
+/**
+ * What a test of reactors needs, injected from {@link ReactorTestingModule}: the client, the
+ * clock, the lifecycle events of every run, and a way to replace one step.
+ *
+ * ```ts
+ * const kit = moduleRef.get(ReactorTestingKit);
+ * const outcome = await kit.client.run(CheckoutReactor, { order });
+ * expect(outcome).toHaveRetried('charge', 2);
+ * await kit.advance(24 * 60 * 60 * 1000);     // a day passes: due timers (timeouts, retries) run
+ * ```
+ */
+@Injectable()
+export class ReactorTestingKit {
+  private readonly mocks: StepMock[] = [];
+
+  constructor(
+    /** The module's client (the same `ReactorClient` the application injects). */
+    readonly client: ReactorClient,
+    /** The module's clock: retries and polls never wait; delayed jobs wait for {@link advance}. */
+    readonly clock: TestClock,
+    /** Every lifecycle event of every run, in order. */
+    readonly recorder: RecordingMiddleware,
+    @Inject(REACTOR_DISPATCHER) private readonly dispatcher: InProcessJobDispatcher,
+    private readonly moduleRef: ModuleRef,
+  ) {}
+
+  /** Every lifecycle event recorded so far, of all runs (`reactor.start`, `step.retry`, `undo.complete`, ...). */
+  get events(): readonly ReactorEvent[] {
+    return this.recorder.events;
+  }
+
+  /** The events of one run, optionally only of the given types. */
+  eventsOf(runId: string, types?: readonly ReactorEventType[]): ReactorEvent[] {
+    return this.recorder.events.filter((e) => e.runId === runId && (!types || types.includes(e.type)));
+  }
+
+  /**
+   * One run's events as compact strings (`step.start:charge`, `undo.complete:reserve`, ...),
+   * optionally only of the given types.
+   */
+  sequenceOf(runId: string, types?: readonly ReactorEventType[]): string[] {
+    return this.eventsOf(runId, types).map((e) => ('step' in e ? `${e.type}:${e.step}` : e.type));
+  }
+
+  /**
+   * Resolves when no job can run: background work started with `client.start`, hand-offs, map
+   * elements and resumes have finished, and only jobs waiting on the clock's timers are left.
+   */
+  async idle(): Promise<void> {
+    // Let timers that just fired hand their job to the dispatcher before asking it.
+    await new Promise((resolve) => setImmediate(resolve));
+    await this.dispatcher.idle();
+  }
+
+  /**
+   * Let `ms` milliseconds pass: time moves to each due timer in turn, its job runs (and whatever
+   * it starts, up to idle), then on to the next, then to the end of `ms`. An interrupt's timeout,
+   * a background retry or a snooze due within `ms` has then happened.
+   */
+  async advance(ms: number): Promise<void> {
+    if (typeof ms !== 'number' || !Number.isFinite(ms) || ms < 0)
+      throw new ConfigurationError(messages.testingAdvanceInvalid(ms));
+    await this.idle();
+    const target = this.clock.now() + ms;
+    for (let next = this.clock.nextTimerAt(); next !== undefined && next <= target; next = this.clock.nextTimerAt()) {
+      this.clock.advance(Math.max(0, next - this.clock.now()));
+      await this.idle();
+    }
+    this.clock.advance(Math.max(0, target - this.clock.now()));
+    await this.idle();
+  }
+
+  /**
+   * Run every pending timer, earliest first, moving time to each, until none is left; what they
+   * start runs too. Throws after `limit` timers (a run that keeps snoozing would never end).
+   */
+  async runAllTimers(options: { limit?: number } = {}): Promise<void> {
+    const limit = options.limit ?? 1_000;
+    await this.idle();
+    for (let fired = 0, next = this.clock.nextTimerAt(); next !== undefined; next = this.clock.nextTimerAt()) {
+      if (fired++ >= limit) throw new ConfigurationError(messages.testingTimersRunaway(limit));
+      this.clock.advance(Math.max(0, next - this.clock.now()));
+      await this.idle();
+    }
+  }
+
+  /**
+   * Replace a step's `run` (and/or `undo`, `compensate`) for this test, on the very instance the
+   * reactors use; the rest of the step (its name, retry policy, contracts) stays. Undo it with the
+   * returned `restore()`, or every mock at once with {@link restoreSteps} (in `afterEach`).
+   *
+   * ```ts
+   * kit.mockStep(ChargePayment, { run: async () => failure('card declined', { retryable: false }) });
+   * ```
+   *
+   * To replace a step for a whole testing module, override its provider instead:
+   * `Test.createTestingModule(...).overrideProvider(ChargePayment).useValue({ run: ... })`.
+   */
+  mockStep<S extends object>(stepClass: abstract new (...args: never[]) => S, fake: StepFake<S>): StepMock {
+    if (typeof stepClass !== 'function' || !getStepMetadata(stepClass))
+      throw new ConfigurationError(messages.testingStepNotMockable(stepClass as { name: string }));
+    let instance: Record<string, unknown>;
+    try {
+      instance = this.moduleRef.get(stepClass as never, { strict: false });
+    } catch {
+      throw new ConfigurationError(messages.testingStepNotProvided(stepClass));
+    }
+    const saved = MOCKABLE.filter((key) => key in (fake as object)).map((key) => {
+      const own = Object.getOwnPropertyDescriptor(instance, key);
+      Object.defineProperty(instance, key, {
+        value: (fake as Record<string, unknown>)[key],
+        configurable: true,
+        writable: true,
+      });
+      return { key, own };
+    });
+    let restored = false;
+    const mock: StepMock = {
+      restore: () => {
+        if (restored) return;
+        restored = true;
+        for (const { key, own } of saved.reverse()) {
+          if (own) Object.defineProperty(instance, key, own);
+          else delete instance[key];
+        }
+      },
+    };
+    this.mocks.push(mock);
+    return mock;
+  }
+
+  /** Put back every step replaced with {@link mockStep}, newest first. */
+  restoreSteps(): void {
+    for (const mock of this.mocks.splice(0).reverse()) mock.restore();
+  }
+
+  /** Forget the recorded events (the clock and the runs stay). */
+  clearEvents(): void {
+    this.recorder.clear();
+  }
+}
