@@ -199,4 +199,5 @@ export { createAesGcmInputCipher } from './storage/aes-gcm-input.cipher';
 export type { AesGcmInputCipherOptions } from './storage/aes-gcm-input.cipher';
 export type { InputCipher, CipherContext } from './core';
 export { BullMqJobDispatcher, JOB_RETRIES_EXHAUSTED, REACTOR_QUEUE_NAME, reactorQueueToken } from './queue';
+export { ReactorQueues } from './queue';
 export type { BullMqJobDispatcherOptions } from './queue';

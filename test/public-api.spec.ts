@@ -21,6 +21,7 @@ describe('public API', () => {
       'InputValidationError',
       'ConfigurationError',
       'InternalError',
+      'ReactorQueues',
     ]) {
       expect(api).toHaveProperty(name);
     }
