@@ -102,7 +102,10 @@ export class ReactorExplorer implements OnModuleInit {
     }
     this.engine.validate();
     const current = this.engine.reactorNames().map((name) => this.engine.definition(name));
-    this.runtime.routeJobs?.(resolveJobRouting(definitions, current));
+    // NOTE: resolved (and so validated) first: `routeJobs?.(...)` would skip its argument on the
+    // embedded runtime, which has no queues but must refuse bad options too.
+    const routing = resolveJobRouting(definitions, current);
+    this.runtime.routeJobs?.(routing);
     this.registry.markExplored();
   }
 
