@@ -201,6 +201,7 @@ export { createAesGcmInputCipher } from './storage/aes-gcm-input.cipher';
 export type { AesGcmInputCipherOptions } from './storage/aes-gcm-input.cipher';
 export type { InputCipher, CipherContext } from './core';
 export { BullMqJobDispatcher, JOB_RETRIES_EXHAUSTED, REACTOR_QUEUE_NAME, reactorQueueToken } from './queue';
+export { ReactorQueues } from './queue';
 export type { BullMqJobDispatcherOptions } from './queue';
 
 // OpenTelemetry: the instrumentation scope, span attribute and event names (docs/observability.md)

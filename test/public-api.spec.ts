@@ -24,6 +24,7 @@ describe('public API', () => {
       'REACTOR_TRACER_NAME',
       'ReactorTraceAttributes',
       'ReactorTraceEvents',
+      'ReactorQueues',
     ]) {
       expect(api).toHaveProperty(name);
     }

@@ -3,6 +3,7 @@ import type {
   InterruptStore,
   JobDispatcher,
   JobHandler,
+  JobRouting,
   LockManager,
   MapStore,
   ReactorStorage,
@@ -46,6 +47,12 @@ export interface ReactorRuntime {
    * its jobs itself and has no such method.
    */
   attachWorkerHost?(host: ReactorWorkerHost): void;
+  /**
+   * Take the routing of jobs by reactor (`@Reactor({ queue, concurrency, priority })`), resolved and
+   * validated after discovery, before workers start. The Redis runtime creates the named queues
+   * and, at start, their workers; the embedded runtime has no queues and no such method.
+   */
+  routeJobs?(routing: JobRouting): void;
   /** Stop taking jobs. Idempotent; called before application shutdown. */
   stopWorkers(): Promise<void>;
   /** Release what the runtime created (never a connection the application passed in). Idempotent. */

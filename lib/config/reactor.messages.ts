@@ -192,4 +192,25 @@ export const messages = {
   testingTimersRunaway: (limit: number): string =>
     `ReactorTestingKit.runAllTimers(): ${limit} timers fired and more keep coming (a run that keeps snoozing, ` +
     `retrying or polling?). Move time by a bounded amount with kit.advance(ms), or pass a higher { limit }.`,
+  // Queue routing (@Reactor queue, concurrency, priority)
+  reactorQueueOptionInvalid: (reactor: string, field: 'queue' | 'concurrency' | 'priority', value: unknown): string =>
+    `Reactor '${reactor}': option '${field}' must be ` +
+    {
+      queue: "a queue name of letters, digits, '.', '_' or '-' (BullMQ refuses ':'), e.g. queue: 'slow'",
+      concurrency: "an integer >= 1 (jobs the queue's worker runs at once in each process)",
+      priority: 'an integer from 1 (highest) to 2097152, as BullMQ job priorities are',
+    }[field] +
+    ` (got ${show(value)}).`,
+  reactorQueueNameReserved: (reactor: string, name: string): string =>
+    `Reactor '${reactor}': queue '${name}' is the module's default queue. Omit the queue option to use it ` +
+    '(its worker concurrency is ReactorModule.forRoot({ workerConcurrency })), or name a queue of its own.',
+  reactorConcurrencyWithoutQueue: (reactor: string): string =>
+    `Reactor '${reactor}': option 'concurrency' sets the worker concurrency of the reactor's own queue, and it ` +
+    "has none. Add queue: 'some-name' beside it, or drop it (the default queue's worker runs " +
+    'ReactorModule.forRoot({ workerConcurrency }) jobs at once).',
+  reactorQueueConcurrencyConflict: (queue: string, first: string, a: number, second: string, b: number): string =>
+    `Reactors '${first}' and '${second}' share queue '${queue}' but declare different concurrency (${a} and ${b}). ` +
+    'A queue has one worker: give both the same concurrency, set it on one of them only, or use two queues.',
+  namedWorkersStarted: (queues: ReadonlyArray<{ name: string; concurrency: number }>): string =>
+    `Reactor queues with their own worker: ${queues.map((q) => `'${q.name}' (concurrency ${q.concurrency})`).join(', ')}.`,
 };

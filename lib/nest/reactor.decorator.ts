@@ -19,7 +19,12 @@ import { markInjectable } from './mark-injectable';
  * ```
  *
  * @param name stable, non-empty reactor name (stored with runs)
- * @param options reactor options: `maxConcurrency`, `background`, `description`
+ * A reactor whose jobs should not share the default queue's worker names its own queue:
+ * `@Reactor('import', { queue: 'imports', concurrency: 2, priority: 5 })` (see `ReactorOptions`;
+ * validated at boot, the queue and its worker created then).
+ *
+ * @param options reactor options: `maxConcurrency`, `background`, `description`, `version`,
+ *   `queue`, `concurrency`, `priority`, ...
  * @throws DefinitionError at class definition time when `name` is not a non-empty string,
  *   `options` is not an object, or the class has no `build` method.
  */

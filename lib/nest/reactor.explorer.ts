@@ -16,6 +16,7 @@ import {
 import { ReactorRegistry } from './reactor.registry';
 import { messages, REACTOR_RUNTIME, type ReactorRuntime } from '../config';
 import { listenerMiddleware, reactorEventTypesOf } from './on-reactor-event.decorator';
+import { resolveJobRouting } from '../queue/job-routing';
 
 type Class = abstract new (...args: never[]) => unknown;
 
@@ -34,7 +35,9 @@ interface FoundReactor {
  * 3. record steps in the registry (the engine's step resolver), refusing two classes with one name;
  * 4. build each reactor's definition, check that every step class it uses is a `@Step` provider,
  *    and register it with the engine;
- * 5. validate links between reactors (composition).
+ * 5. validate links between reactors (composition);
+ * 6. validate the reactors' `queue`, `concurrency` and `priority` options and hand the routing of
+ *    jobs to the runtime (the Redis runtime creates the named queues).
  *
  * Any problem throws, so `app.init()` fails with a message naming the reactor and step.
  */
@@ -90,12 +93,19 @@ export class ReactorExplorer implements OnModuleInit {
       }
     }
 
+    const definitions: ReactorDefinition[] = [];
     for (const found of reactors) {
       const definition = buildDefinition(found);
       this.checkStepClasses(definition, providerClasses);
       this.engine.register(definition);
+      definitions.push(definition);
     }
     this.engine.validate();
+    const current = this.engine.reactorNames().map((name) => this.engine.definition(name));
+    // NOTE: resolved (and so validated) first: `routeJobs?.(...)` would skip its argument on the
+    // embedded runtime, which has no queues but must refuse bad options too.
+    const routing = resolveJobRouting(definitions, current);
+    this.runtime.routeJobs?.(routing);
     this.registry.markExplored();
   }
 

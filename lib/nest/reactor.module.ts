@@ -4,6 +4,7 @@ import { DiscoveryModule } from '@nestjs/core';
 import { ConfigurationError } from '../core';
 import { reactorQueueImports } from '../queue/reactor-queue.imports';
 import { RunProcessor } from '../queue/run.processor';
+import { ReactorQueues } from '../queue/reactor-queues';
 import { reactorRuntimeProviders } from '../runtime/reactor-runtime.providers';
 import { ReactorSweeper } from '../sweepers/reactor.sweeper';
 import { SweeperScheduler } from '../sweepers/sweeper.scheduler';
@@ -28,7 +29,15 @@ import { ReactorExplorer } from './reactor.explorer';
 import { ReactorLifecycle } from './reactor.lifecycle';
 import { ReactorRegistry } from './reactor.registry';
 
-const EXPORTS = [ReactorClient, REACTOR_RUNTIME, REACTOR_STORAGE, REACTOR_LOCKS, REACTOR_DISPATCHER, REACTOR_CLOCK];
+const EXPORTS = [
+  ReactorClient,
+  REACTOR_RUNTIME,
+  REACTOR_STORAGE,
+  REACTOR_LOCKS,
+  REACTOR_DISPATCHER,
+  REACTOR_CLOCK,
+  ReactorQueues,
+];
 
 /**
  * Provides `REACTOR_OPTIONS` (from `forRoot` options, or the `forRootAsync` factory with its

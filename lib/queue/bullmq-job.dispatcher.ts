@@ -1,6 +1,7 @@
 import { Queue, type ConnectionOptions, type JobsOptions } from 'bullmq';
 import type { DispatchOptions, JobDispatcher, ReactorJob } from '../core';
 import { FAILED_JOBS_KEPT, JOB_BACKOFF_BASE_MS, REACTOR_QUEUE_NAME } from './queue.constants';
+import { ReactorQueues } from './reactor-queues';
 
 /** Options of {@link BullMqJobDispatcher}. */
 export interface BullMqJobDispatcherOptions {
@@ -41,23 +42,38 @@ export interface StandaloneBullMqJobDispatcherOptions extends BullMqJobDispatche
  * new Worker('nest-reactor', (job) => engine.handleJob(job.data), { connection: { url }, prefix: 'orders' });
  * ```
  *
+ * Given the module's {@link ReactorQueues}, each job goes to its reactor's queue (`@Reactor(name,
+ * { queue, priority })`) with its priority; a reactor without one uses the default queue.
+ *
  * Every dispatch adds a new job (no fixed job id): a snooze or a delayed retry re-enqueues the run
  * while the job that re-enqueues it is still active, and a fixed id would swallow it. Duplicates
  * are harmless: a delivery of a run that is executing elsewhere finds its lease held and snoozes.
  */
 export class BullMqJobDispatcher implements JobDispatcher {
-  /** The queue jobs are added to. */
+  /** The default queue (jobs of reactors without a queue of their own). */
   readonly queue: Queue;
   private readonly ownsQueue: boolean;
+  private readonly routed?: ReactorQueues;
   private readonly attempts: number;
   private readonly backoffMs: number;
 
   /** Dispatch to `queue` (never closed here). */
   constructor(queue: Queue, options?: BullMqJobDispatcherOptions);
+  /** Dispatch each job to its reactor's queue among `queues` (never closed here). */
+  constructor(queues: ReactorQueues, options?: BullMqJobDispatcherOptions);
   /** Create a queue from connection settings (closed by {@link close}). */
   constructor(options: StandaloneBullMqJobDispatcherOptions);
-  constructor(queueOrOptions: Queue | StandaloneBullMqJobDispatcherOptions, options: BullMqJobDispatcherOptions = {}) {
-    if (isQueue(queueOrOptions)) {
+  constructor(
+    queueOrOptions: Queue | ReactorQueues | StandaloneBullMqJobDispatcherOptions,
+    options: BullMqJobDispatcherOptions = {},
+  ) {
+    if (queueOrOptions instanceof ReactorQueues) {
+      const queue = queueOrOptions.get();
+      if (!queue) throw new TypeError('BullMqJobDispatcher: the ReactorQueues have no default queue.');
+      this.queue = queue;
+      this.routed = queueOrOptions;
+      this.ownsQueue = false;
+    } else if (isQueue(queueOrOptions)) {
       this.queue = queueOrOptions;
       this.ownsQueue = false;
     } else {
@@ -72,9 +88,10 @@ export class BullMqJobDispatcher implements JobDispatcher {
 
   /** Add the job; a `dedupeId` becomes its BullMQ job id, which BullMQ adds only once while it exists. */
   async dispatch(job: ReactorJob, options: DispatchOptions = {}): Promise<void> {
-    const opts = this.jobOptions(options.delayMs);
+    const { queue, priority } = this.routeOf(job.reactorName);
+    const opts = this.jobOptions(options.delayMs, priority);
     if (options.dedupeId !== undefined) opts.jobId = options.dedupeId;
-    await this.queue.add(job.kind, identityOf(job), opts);
+    await queue.add(job.kind, identityOf(job), opts);
   }
 
   /** Enqueue many jobs in one round trip (`addBulk`), e.g. the elements of a map window. */
@@ -82,12 +99,25 @@ export class BullMqJobDispatcher implements JobDispatcher {
     if (jobs.length === 0) return;
     // One job (a map window sliding by one) is a plain add: addBulk builds a pipeline.
     if (jobs.length === 1) return this.dispatch(jobs[0], options);
-    await this.queue.addBulk(
-      jobs.map((job) => ({ name: job.kind, data: identityOf(job), opts: this.jobOptions(options.delayMs) })),
-    );
+    // The jobs of one call belong to one run (a map window), so to one queue; group them anyway.
+    const byQueue = new Map<Queue, Array<{ name: string; data: ReactorJob; opts: JobsOptions }>>();
+    for (const job of jobs) {
+      const { queue, priority } = this.routeOf(job.reactorName);
+      const bulk = byQueue.get(queue) ?? [];
+      bulk.push({ name: job.kind, data: identityOf(job), opts: this.jobOptions(options.delayMs, priority) });
+      byQueue.set(queue, bulk);
+    }
+    for (const [queue, bulk] of byQueue) await queue.addBulk(bulk);
   }
 
-  private jobOptions(delayMs = 0): JobsOptions {
+  /** The queue and priority of a reactor's jobs: its own queue when routed, else the default one. */
+  private routeOf(reactorName: string): { queue: Queue; priority?: number } {
+    if (!this.routed) return { queue: this.queue };
+    const { queue, priority } = this.routed.routeOf(reactorName);
+    return { queue: queue ?? this.queue, priority };
+  }
+
+  private jobOptions(delayMs = 0, priority?: number): JobsOptions {
     const options: JobsOptions = {
       attempts: this.attempts,
       backoff: { type: 'exponential', delay: this.backoffMs },
@@ -96,12 +126,19 @@ export class BullMqJobDispatcher implements JobDispatcher {
     };
     const delay = Math.max(0, Math.ceil(delayMs));
     if (delay > 0) options.delay = delay;
+    if (priority !== undefined) options.priority = priority;
     return options;
   }
 
-  /** Jobs not finished yet: waiting, delayed, prioritized or active. */
+  /** Jobs not finished yet, in every queue: waiting, delayed, prioritized or active. */
   async pending(): Promise<number> {
-    return this.queue.getJobCountByTypes('waiting', 'paused', 'delayed', 'prioritized', 'active', 'waiting-children');
+    const queues = this.routed?.all() ?? [this.queue];
+    const counts = await Promise.all(
+      queues.map((queue) =>
+        queue.getJobCountByTypes('waiting', 'paused', 'delayed', 'prioritized', 'active', 'waiting-children'),
+      ),
+    );
+    return counts.reduce((sum, count) => sum + count, 0);
   }
 
   /** Close the queue if this dispatcher created it (a queue given to it is left open). Idempotent. */

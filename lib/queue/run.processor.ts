@@ -1,6 +1,6 @@
 import { OnWorkerEvent, Processor, WorkerHost } from '@nestjs/bullmq';
 import { Inject, Logger } from '@nestjs/common';
-import type { Job, Worker } from 'bullmq';
+import { Worker, type Job } from 'bullmq';
 import { ConfigurationError, ReactorEngine, type JobHandler, type ReactorJob } from '../core';
 import {
   type ResolvedReactorModuleOptions,
@@ -12,6 +12,7 @@ import {
   type ReactorWorkerHost,
 } from '../config';
 import { REACTOR_BULL_CONFIG_KEY, REACTOR_QUEUE_NAME } from './queue.constants';
+import { bullMqQueueOptions } from './reactor-queue.imports';
 
 /** Code of the failure of a run whose job kept throwing until BullMQ's attempts ran out. */
 export const JOB_RETRIES_EXHAUSTED = 'JOB_RETRIES_EXHAUSTED';
@@ -29,6 +30,10 @@ export type RunWorkerState = 'idle' | 'running' | 'draining' | 'stopped';
  *   retries the job with backoff, up to `jobRetryCount` times.
  * - When a job has failed its last attempt, the run is marked `failed` with code
  *   `JOB_RETRIES_EXHAUSTED` (`engine.failRun`: not rolled back, so `undo` can still roll it back).
+ * - Named queues (`@Reactor(name, { queue, concurrency })`, known only after discovery): `start`
+ *   builds one BullMQ `Worker` for each, with the module's connection and prefix and the queue's
+ *   concurrency (else `workerConcurrency`), processing its jobs exactly like the default queue's
+ *   (`process`, `onFailed`), so a slow reactor saturating its own queue leaves the others' workers free.
  * - `stop(graceMs)` (shutdown): the worker stops fetching and waits for the jobs in hand; after
  *   `graceMs` it lets go of them (their BullMQ jobs complete, their runs keep executing as long as
  *   the process lives) so the worker can close. A run let go that does not finish keeps its last
@@ -44,6 +49,8 @@ export class RunProcessor extends WorkerHost implements ReactorWorkerHost {
   private letGo!: () => void;
   private readonly letGoSignal = new Promise<void>((resolve) => (this.letGo = resolve));
   private stopping?: Promise<void>;
+  /** The workers of the named queues, built at start. */
+  private readonly namedWorkers: Worker[] = [];
 
   constructor(
     private readonly engine: ReactorEngine,
@@ -66,14 +73,41 @@ export class RunProcessor extends WorkerHost implements ReactorWorkerHost {
     return this.active;
   }
 
-  start(handler: JobHandler): void {
+  /** The BullMQ workers of the named queues (started at bootstrap), for inspection. */
+  get queueWorkers(): readonly Worker[] {
+    return this.namedWorkers;
+  }
+
+  start(handler: JobHandler, queues: ReadonlyArray<{ name: string; concurrency?: number }> = []): void {
     if (this.current !== 'idle') return;
     const worker = this.requireWorker();
     this.handler = handler;
     worker.concurrency = this.options.workerConcurrency;
     this.current = 'running';
+    const named = queues.map(({ name, concurrency }) => ({
+      name,
+      concurrency: concurrency ?? this.options.workerConcurrency,
+    }));
+    for (const { name, concurrency } of named) this.namedWorkers.push(this.namedWorker(name, concurrency));
+    if (named.length > 0) this.logger.log(messages.namedWorkersStarted(named));
     // NOTE: run() resolves only when the worker closes; it is not awaited.
-    worker.run().catch((error: unknown) => this.logger.error(messages.queueError('worker', error)));
+    for (const w of [worker, ...this.namedWorkers]) {
+      w.run().catch((error: unknown) => this.logger.error(messages.queueError('worker', error)));
+    }
+  }
+
+  /** A worker of named queue `name`: the same processing and events as the default queue's. */
+  private namedWorker(name: string, concurrency: number): Worker {
+    const worker = new Worker<ReactorJob>(name, (job) => this.process(job), {
+      ...bullMqQueueOptions(this.options),
+      concurrency,
+      autorun: false,
+    });
+    worker.on('failed', (job, error) => {
+      this.onFailed(job, error).catch((e: unknown) => this.logger.error(messages.queueError('worker', e)));
+    });
+    worker.on('error', (error) => this.onError(error));
+    return worker;
   }
 
   stop(graceMs: number): Promise<void> {
@@ -117,21 +151,29 @@ export class RunProcessor extends WorkerHost implements ReactorWorkerHost {
     this.logger.error(messages.queueError('worker', error));
   }
 
+  /** Drain and close every worker (the default queue's and the named queues'), under one grace period. */
   private async drainThenClose(graceMs: number): Promise<void> {
-    let worker: Worker;
+    const workers: Worker[] = [...this.namedWorkers];
     try {
-      worker = this.worker;
+      workers.unshift(this.worker);
     } catch {
+      // No default worker (@nestjs/bullmq did not build it): close the others.
+    }
+    if (workers.length === 0) {
       this.current = 'stopped';
       return;
     }
     this.current = 'draining';
     // Closing a worker whose connections are mid-handshake leaves ioredis timers behind; a worker
     // closed right after boot first waits (briefly) for them.
-    await settlesWithin(worker.waitUntilReady(), 1_000).catch(() => false);
-    const closing = worker.close().catch((error: unknown) => {
-      this.logger.warn(messages.cleanupFailed('close the BullMQ worker', error));
-    });
+    await Promise.all(workers.map((worker) => settlesWithin(worker.waitUntilReady(), 1_000).catch(() => false)));
+    const closing = Promise.all(
+      workers.map((worker) =>
+        worker.close().catch((error: unknown) => {
+          this.logger.warn(messages.cleanupFailed(`close the BullMQ worker of queue '${worker.name}'`, error));
+        }),
+      ),
+    );
     if (!(await settlesWithin(closing, graceMs))) {
       this.logger.warn(messages.shutdownGraceExpired(this.active, graceMs));
       this.lettingGo = true;
@@ -140,7 +182,7 @@ export class RunProcessor extends WorkerHost implements ReactorWorkerHost {
         this.logger.warn(messages.cleanupFailed('close the BullMQ worker in time', 'it is still closing'));
       }
     }
-    await stopStrayStalledCheck(worker);
+    for (const worker of workers) await stopStrayStalledCheck(worker);
     this.current = 'stopped';
   }
 

@@ -3,6 +3,7 @@ import { Logger, type Provider } from '@nestjs/common';
 import type { Queue } from 'bullmq';
 import { ConfigurationError, type Clock } from '../core';
 import { REACTOR_QUEUE_NAME } from '../queue/queue.constants';
+import { ReactorQueues } from '../queue/reactor-queues';
 import { RedisReactorRuntime } from './redis.runtime';
 import { EmbeddedReactorRuntime } from './embedded.runtime';
 import {
@@ -64,6 +65,13 @@ export function reactorRuntimeProviders(kind: ReactorRuntimeKind): Provider[] {
     },
     { provide: REACTOR_STORAGE, useFactory: (runtime: ReactorRuntime) => runtime.storage, inject: [REACTOR_RUNTIME] },
     { provide: REACTOR_LOCKS, useFactory: (runtime: ReactorRuntime) => runtime.locks, inject: [REACTOR_RUNTIME] },
+    {
+      // The module's BullMQ queues (none on the embedded runtime), for Bull Board and metrics.
+      provide: ReactorQueues,
+      useFactory: (runtime: ReactorRuntime) =>
+        runtime instanceof RedisReactorRuntime ? runtime.queues : new ReactorQueues(),
+      inject: [REACTOR_RUNTIME],
+    },
     {
       provide: REACTOR_DISPATCHER,
       useFactory: (runtime: ReactorRuntime) => runtime.dispatcher,

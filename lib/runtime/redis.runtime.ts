@@ -1,7 +1,7 @@
 import type { LoggerService } from '@nestjs/common';
-import type { Queue } from 'bullmq';
+import { Queue } from 'bullmq';
 import Redis from 'ioredis';
-import { ConfigurationError, type JobHandler } from '../core';
+import { ConfigurationError, type JobHandler, type JobRouting } from '../core';
 import { type ResolvedReactorModuleOptions, type ReactorRuntime, messages, type ReactorWorkerHost } from '../config';
 import { RedisKeys } from '../storage/redis/redis.keys';
 import { RedisLockManager } from '../storage/redis/redis-lock.manager';
@@ -12,11 +12,15 @@ import { RedisReactorStorage } from '../storage/redis/redis-reactor.storage';
 import type { RedisConnection } from '../storage/redis/redis-scripts';
 import { BullMqJobDispatcher } from '../queue/bullmq-job.dispatcher';
 import { bullMqPrefix, REACTOR_QUEUE_NAME } from '../queue/queue.constants';
+import { bullMqQueueOptions } from '../queue/reactor-queue.imports';
+import { ReactorQueues } from '../queue/reactor-queues';
 
 /**
  * The Redis runtime: {@link RedisReactorStorage} and {@link RedisLockManager} on one ioredis
- * connection, and a {@link BullMqJobDispatcher} on the module's BullMQ queue. Its worker is the
- * `RunProcessor` (a `@nestjs/bullmq` processor), which attaches itself when it is constructed.
+ * connection, and a {@link BullMqJobDispatcher} on the module's BullMQ queues ({@link queues}: the
+ * default one, and those of `@Reactor({ queue })`, created by {@link routeJobs} after discovery).
+ * Its worker host is the `RunProcessor` (a `@nestjs/bullmq` processor), which attaches itself when
+ * it is constructed and also builds the named queues' workers at start.
  *
  * Connections:
  * - `redis: { url }`: the runtime creates the storage connection and closes it on shutdown;
@@ -26,7 +30,7 @@ import { bullMqPrefix, REACTOR_QUEUE_NAME } from '../queue/queue.constants';
  *   is the application's.
  *
  * Shutdown ({@link stopWorkers}, then {@link close}): the worker stops taking jobs and drains for
- * up to `shutdownGraceMs`, then is closed anyway; then the queue closes; then the connection the
+ * up to `shutdownGraceMs`, then is closed anyway; then the queues close; then the connection the
  * runtime created. Each step is idempotent and runs in its own try/catch.
  */
 export class RedisReactorRuntime implements ReactorRuntime {
@@ -37,6 +41,8 @@ export class RedisReactorRuntime implements ReactorRuntime {
   readonly interrupts: RedisInterruptStore;
   readonly coordination: RedisCoordinationStore;
   readonly dispatcher: BullMqJobDispatcher;
+  /** The module's BullMQ queues: the default one and the named ones (for Bull Board, metrics). */
+  readonly queues: ReactorQueues;
   /** The key builder of the storage and lock manager. */
   readonly keys: RedisKeys;
   /** The connection storage and locks use (created from the URL, or the application's). */
@@ -89,7 +95,12 @@ export class RedisReactorRuntime implements ReactorRuntime {
     });
     this.interrupts = new RedisInterruptStore(this.redis, { keys: this.keys });
     this.coordination = new RedisCoordinationStore(this.redis, { keys: this.keys });
-    this.dispatcher = new BullMqJobDispatcher(queue, { jobRetryCount: options.jobRetryCount });
+    this.queues = new ReactorQueues(queue, (name) => {
+      const named = new Queue(name, bullMqQueueOptions(options));
+      named.on('error', (error: Error) => logger.error(messages.queueError('queue', error)));
+      return named;
+    });
+    this.dispatcher = new BullMqJobDispatcher(this.queues, { jobRetryCount: options.jobRetryCount });
     queue.on('error', (error: Error) => logger.error(messages.queueError('queue', error)));
     logger.log(
       messages.redisRuntimeStarted(options.prefix, REACTOR_QUEUE_NAME, bullMqPrefix(options.prefix), options.workers),
@@ -150,12 +161,18 @@ export class RedisReactorRuntime implements ReactorRuntime {
     this.host = host;
   }
 
-  /** Start the BullMQ worker (unless `workers: false`). */
+  /** Create the named queues of the routing and send each reactor's jobs to its queue. */
+  routeJobs(routing: JobRouting): void {
+    if (this.closing) return;
+    this.queues.route(routing);
+  }
+
+  /** Start the BullMQ workers, the default queue's and the named queues' (unless `workers: false`). */
   startWorkers(handler: JobHandler): void {
     if (!this.options.workers || this.started || this.stopping) return;
     if (!this.host) throw new ConfigurationError(messages.workerNotRegistered());
     this.started = true;
-    this.host.start(handler);
+    this.host.start(handler, this.queues.namedQueues());
   }
 
   /** Stop taking jobs; wait up to `shutdownGraceMs` for the jobs in hand, then close the worker. */
@@ -170,10 +187,13 @@ export class RedisReactorRuntime implements ReactorRuntime {
     return this.stopping;
   }
 
-  /** Stop the worker, close the queue, then close the connection this runtime created. */
+  /** Stop the workers, close the queues, then close the connection this runtime created. */
   close(): Promise<void> {
     this.closing ??= (async () => {
       await this.stopWorkers();
+      await this.queues.closeNamed((name, error) =>
+        this.logger.warn(messages.cleanupFailed(`close the BullMQ queue '${name}'`, error)),
+      );
       try {
         // Like the storage connection, let the queue's connection finish its handshake first.
         await Promise.race([this.queue.waitUntilReady().catch(() => undefined), delay(1_000)]);

@@ -4,6 +4,7 @@ import { resolveReactorModuleOptions } from '../../lib/nest/reactor-module.optio
 import { BullMqJobDispatcher } from '../../lib/queue/bullmq-job.dispatcher';
 import { bullMqPrefix, REACTOR_QUEUE_NAME } from '../../lib/queue/queue.constants';
 import { bullMqQueueOptions } from '../../lib/queue/reactor-queue.imports';
+import { ReactorQueues } from '../../lib/queue/reactor-queues';
 import { quitAndWait } from '../e2e/e2e.fixtures';
 import { cleanupPrefix, createTestRedis, redisUrl, uniquePrefix } from '../setup/redis';
 
@@ -79,6 +80,53 @@ describe('BullMqJobDispatcher', () => {
     const delayed = await queue.getJobs(['delayed']);
     expect(delayed.map((j) => j.data.index).sort()).toEqual([0, 1, 2]);
     expect(delayed.every((j) => j.opts.attempts === 2 && j.opts.delay === 1000 && j.name === 'map-element')).toBe(true);
+  });
+
+  it("given ReactorQueues, sends each job to its reactor's queue with its priority (dispatch and dispatchMany)", async () => {
+    const queues = new ReactorQueues(queue, (name) => new Queue(name, { connection: redis, prefix }));
+    try {
+      // Before the routing is known every job goes to the default queue.
+      const dispatcher = new BullMqJobDispatcher(queues);
+      await dispatcher.dispatch({ kind: 'resume', runId: 'early', reactorName: 'import' });
+      queues.route({
+        routes: new Map([
+          ['import', { queue: 'slow', priority: 4 }],
+          ['urgent', { priority: 1 }],
+        ]),
+        queues: new Map([['slow', { concurrency: 2 }]]),
+      });
+      expect(queues.namedQueues()).toEqual([{ name: 'slow', concurrency: 2 }]);
+      const slow = queues.get('slow')!;
+
+      await dispatcher.dispatch({ kind: 'resume', runId: 'r6', reactorName: 'import' }, { dedupeId: 'recover-r6' });
+      await dispatcher.dispatch({ kind: 'resume', runId: 'r7', reactorName: 'urgent' });
+      await dispatcher.dispatch({ kind: 'resume', runId: 'r8', reactorName: 'checkout' });
+      await dispatcher.dispatchMany(
+        [0, 1].map((index) => ({
+          kind: 'map-element' as const,
+          runId: 'r9',
+          reactorName: 'import',
+          mapId: 'm9',
+          index,
+        })),
+      );
+
+      const inSlow = await slow.getJobs(['prioritized']);
+      expect(inSlow.map((j) => j.data.runId).sort()).toEqual(['r6', 'r9', 'r9']);
+      expect(inSlow.every((j) => j.opts.priority === 4)).toBe(true);
+      expect(inSlow.find((j) => j.data.runId === 'r6')?.id).toBe('recover-r6');
+      const inDefault = await queue.getJobs(['waiting', 'prioritized']);
+      expect(inDefault.map((j) => [j.data.runId, j.opts.priority ?? 0]).sort()).toEqual([
+        ['early', 0],
+        ['r7', 1],
+        ['r8', 0],
+      ]);
+      expect(await dispatcher.pending()).toBe(6);
+    } finally {
+      await queues.closeNamed(() => undefined);
+    }
+    expect(queues.get('slow')?.closing).toBeDefined();
+    expect(queue.closing).toBeUndefined();
   });
 
   it('leaves a queue it was given open on close', async () => {

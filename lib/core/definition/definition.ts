@@ -127,6 +127,35 @@ export interface ReactorOptions {
   period?: PeriodOptions;
   /** Runs on a key apply strictly in start order (see {@link OrderedLockOptions}). */
   orderedLock?: OrderedLockOptions;
+  /**
+   * The BullMQ queue of this reactor's jobs (Redis runtime): each named queue gets its own worker,
+   * so a slow reactor saturating its queue cannot starve the others. Letters, digits, `.`, `_` and
+   * `-`. Every job of the reactor's runs goes there: background hand-offs, resumes, retries,
+   * snoozes, map elements and collectors, its async units, recovery. The embedded runtime ignores
+   * it. @default the module's queue ('nest-reactor')
+   */
+  queue?: string;
+  /**
+   * Jobs the worker of this reactor's {@link queue} runs at once in each process (not steps: see
+   * {@link maxConcurrency}). Needs `queue`; reactors sharing a queue give the same value or none.
+   * @default the module's `workerConcurrency`
+   */
+  concurrency?: number;
+  /**
+   * BullMQ priority of this reactor's jobs in its queue: 1 is the highest, up to 2 097 152. As in
+   * BullMQ, jobs with no priority are taken before prioritized ones. @default none
+   */
+  priority?: number;
+}
+
+/**
+ * Where a reactor's jobs go, as declared (`queue`, `concurrency`, `priority` of
+ * {@link ReactorOptions}); validated at boot by the runtime that routes jobs.
+ */
+export interface ReactorRouting {
+  readonly queue?: string;
+  readonly concurrency?: number;
+  readonly priority?: number;
 }
 
 /** A reactor's middleware: an instance, or a class instantiated per execution. */
@@ -155,6 +184,8 @@ export interface ReactorDefinition<I = unknown, O = unknown> {
   readonly encryptInputs: boolean;
   /** Locks, semaphores, rate limits and periods of the reactor's runs. */
   readonly coordination?: CoordinationSpec;
+  /** The queue, worker concurrency and priority of the reactor's jobs, when it declares any (not part of {@link hash}). */
+  readonly routing?: ReactorRouting;
   /** Stable hash of the definition's shape; stored with each run. */
   readonly hash: string;
   /** @internal phantom types. */

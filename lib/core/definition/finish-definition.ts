@@ -3,7 +3,14 @@ import { createHash } from 'node:crypto';
 import { DefinitionError } from '../errors/definition.error';
 import { findCycle } from '../graph/dependency-graph';
 import { contractProperties } from '../validation/contract';
-import type { BackgroundOption, HandlerSpec, ReactorDefinition, ReactorOptions, StepDefinition } from './definition';
+import type {
+  BackgroundOption,
+  HandlerSpec,
+  ReactorDefinition,
+  ReactorOptions,
+  ReactorRouting,
+  StepDefinition,
+} from './definition';
 import { toStepContract, type InputContract, type OutputContract, type StepContract } from './contract-spec';
 import type { InputDefinition } from './input-spec';
 import { Ref, describeSource, type ArgSource } from './ref';
@@ -144,8 +151,19 @@ export function finishDefinition<I, O>(
     middleware: Object.freeze([...middleware]),
     encryptInputs: options.encryptInputs === true,
     ...(coordination ? { coordination } : {}),
+    ...routingOf(options),
     hash,
   });
+}
+
+/** The declared routing options, copied as given (the runtime that routes jobs validates them at boot). */
+function routingOf({ queue, concurrency, priority }: ReactorOptions): { routing?: ReactorRouting } {
+  if (queue === undefined && concurrency === undefined && priority === undefined) return {};
+  const routing: { queue?: string; concurrency?: number; priority?: number } = {};
+  if (queue !== undefined) routing.queue = queue;
+  if (concurrency !== undefined) routing.concurrency = concurrency;
+  if (priority !== undefined) routing.priority = priority;
+  return { routing: Object.freeze(routing) };
 }
 
 function checkBackground(background: BackgroundOption | undefined, names: Set<string>, fail: Fail): void {

@@ -62,3 +62,24 @@ export interface JobDispatcher {
   /** Enqueue many jobs at once (map element throws). Defaults to one `dispatch` each. */
   dispatchMany?(jobs: ReactorJob[], options?: { delayMs?: number }): Promise<void>;
 }
+
+/** Where the jobs of one reactor go, for a dispatcher with several queues. */
+export interface JobRoute {
+  /** The named queue; absent: the dispatcher's default queue. */
+  readonly queue?: string;
+  /** Priority of the jobs in their queue (1 is the highest); absent: none. */
+  readonly priority?: number;
+}
+
+/**
+ * The routing of jobs by reactor, resolved at boot from the reactors' `queue`, `concurrency` and
+ * `priority` options. Routing is a scheduling concern only: a job handled from any queue does the
+ * same thing, so a job that lands in another queue (enqueued before a deploy moved its reactor) is
+ * still handled correctly.
+ */
+export interface JobRouting {
+  /** The route of each reactor (by name) that declares one; the others use the default queue. */
+  readonly routes: ReadonlyMap<string, JobRoute>;
+  /** Each named queue, with its worker concurrency when one was declared. */
+  readonly queues: ReadonlyMap<string, { readonly concurrency?: number }>;
+}
