@@ -20,13 +20,15 @@ export const JOB_BACKOFF_BASE_MS = 1_000;
 export const FAILED_JOBS_KEPT = 1_000;
 
 /**
- * The BullMQ `prefix` for a module `prefix`: `<prefix>:{<prefix>:queue}`. Every BullMQ key starts
+ * The BullMQ `prefix` for a module `prefix`: `<prefix>:{<prefix>:queue}`, and for a reactor's own
+ * queue `queue`, `<prefix>:{<prefix>:queue:<queue>}` (each queue in a slot of its own, so on a
+ * Redis Cluster the queues spread over the masters). Every BullMQ key starts
  * with it, so the queue's keys live under the application's prefix, and the hash tag puts all of
  * them in one Redis Cluster slot (BullMQ's scripts touch several keys of a queue at once, so on a
  * cluster its prefix must carry a hash tag).
  */
-export function bullMqPrefix(prefix: string): string {
-  return `${prefix}:{${prefix}:queue}`;
+export function bullMqPrefix(prefix: string, queue?: string): string {
+  return queue === undefined ? `${prefix}:{${prefix}:queue}` : `${prefix}:{${prefix}:queue:${queue}}`;
 }
 
 /** The injection token of the module's BullMQ `Queue` (Redis runtime): `getQueueToken(REACTOR_QUEUE_NAME)`. */

@@ -17,12 +17,12 @@ export class ReactorBullConfigModule {}
  * (the URL, so that BullMQ creates and closes its own connections, or the application's
  * connection, which BullMQ shares and never closes) and the key prefix.
  */
-export function bullMqQueueOptions(options: ResolvedReactorModuleOptions): QueueOptions {
+export function bullMqQueueOptions(options: ResolvedReactorModuleOptions, queue?: string): QueueOptions {
   const redis = options.redis;
   if (!redis) throw new ConfigurationError('The BullMQ queue of nest-reactor needs the redis option.', 'redis');
   const connection: ConnectionOptions =
     'url' in redis ? { url: redis.url } : (redis.connection as unknown as ConnectionOptions);
-  return { connection, prefix: bullMqPrefix(options.prefix) };
+  return { connection, prefix: bullMqPrefix(options.prefix, queue) };
 }
 
 /**
@@ -50,7 +50,7 @@ export function reactorQueueImports(optionsModule: DynamicModule): DynamicModule
       // NOTE: global because @nestjs/bullmq resolves the configuration from its own queue module.
       global: true,
       imports: [optionsModule],
-      providers: [{ provide: configToken, useFactory: bullMqQueueOptions, inject: [REACTOR_OPTIONS] }],
+      providers: [{ provide: configToken, useFactory: (options: ResolvedReactorModuleOptions) => bullMqQueueOptions(options), inject: [REACTOR_OPTIONS] }],
       exports: [configToken],
     },
     BullModule.registerQueue({ name: REACTOR_QUEUE_NAME, configKey: REACTOR_BULL_CONFIG_KEY }),

@@ -99,7 +99,7 @@ export class RunProcessor extends WorkerHost implements ReactorWorkerHost {
   /** A worker of named queue `name`: the same processing and events as the default queue's. */
   private namedWorker(name: string, concurrency: number): Worker {
     const worker = new Worker<ReactorJob>(name, (job) => this.process(job), {
-      ...bullMqQueueOptions(this.options),
+      ...bullMqQueueOptions(this.options, name),
       concurrency,
       autorun: false,
     });

@@ -96,7 +96,7 @@ export class RedisReactorRuntime implements ReactorRuntime {
     this.interrupts = new RedisInterruptStore(this.redis, { keys: this.keys });
     this.coordination = new RedisCoordinationStore(this.redis, { keys: this.keys });
     this.queues = new ReactorQueues(queue, (name) => {
-      const named = new Queue(name, bullMqQueueOptions(options));
+      const named = new Queue(name, bullMqQueueOptions(options, name));
       named.on('error', (error: Error) => logger.error(messages.queueError('queue', error)));
       return named;
     });

@@ -114,7 +114,7 @@ describe('per-reactor queues (e2e)', () => {
           .sort(),
       ).toEqual(['maps', REACTOR_QUEUE_NAME, 'other', 'prio', 'routed', 'slow']);
       const routed = queues.get('routed')!;
-      expect(routed.opts.prefix).toBe(bullMqPrefix(p));
+      expect(routed.opts.prefix).toBe(`${p}:{${p}:queue:routed}`); // its own hash tag: its own cluster slot
 
       const a = await client.start(RoutedReactor, { n: 2 });
       const b = await client.start(BackgroundAllReactor, { word: 'abc' });
