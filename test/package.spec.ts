@@ -31,6 +31,8 @@ describe('the published package', () => {
       'dist/lib/index.d.ts',
       'dist/lib/testing/index.js',
       'dist/lib/testing/index.d.ts',
+      'dist/lib/health/index.js',
+      'dist/lib/health/index.d.ts',
     ]) {
       expect(files).toContain(entry);
     }
@@ -44,7 +46,7 @@ describe('the published package', () => {
     ['commonjs', 'node10'],
     ['node16', 'node16'],
   ])(
-    "'nest-reactor' and 'nest-reactor/testing' resolve with module %s (moduleResolution %s)",
+    "'nest-reactor', 'nest-reactor/testing' and 'nest-reactor/health' resolve with module %s (moduleResolution %s)",
     (module, moduleResolution) => {
       const app = mkdtempSync(join(tmpdir(), 'nest-reactor-consumer-'));
       try {
@@ -54,8 +56,11 @@ describe('the published package', () => {
           join(app, 'consumer.ts'),
           "import { ReactorModule } from 'nest-reactor';\n" +
             "import { FakeClock } from 'nest-reactor/testing';\n" +
+            "import { ReactorHealthModule, type ReactorHealthIndicator } from 'nest-reactor/health';\n" +
             'export const clock: FakeClock = new FakeClock();\n' +
-            'export const module = ReactorModule;\n',
+            'export const module = ReactorModule;\n' +
+            'export const health = ReactorHealthModule;\n' +
+            "export type Check = ReturnType<ReactorHealthIndicator['isHealthy']>;\n",
         );
         writeFileSync(
           join(app, 'tsconfig.json'),
@@ -81,4 +86,29 @@ describe('the published package', () => {
     },
     60_000,
   );
+
+  it('at run time, nest-reactor loads without @nestjs/terminus and nest-reactor/health loads it', () => {
+    const app = mkdtempSync(join(tmpdir(), 'nest-reactor-consumer-'));
+    try {
+      mkdirSync(join(app, 'node_modules'));
+      symlinkSync(root, join(app, 'node_modules', 'nest-reactor'), 'dir');
+      // Node resolves the package's `exports` from the consumer, as an application would.
+      const loaded = (entry: string): string[] =>
+        JSON.parse(
+          execFileSync(
+            process.execPath,
+            [
+              '-e',
+              `require('reflect-metadata'); require(${JSON.stringify(entry)}); ` +
+                "console.log(JSON.stringify(Object.keys(require.cache).filter((f) => f.includes('@nestjs/terminus'))))",
+            ],
+            { cwd: app, encoding: 'utf8', env: { ...process.env, NODE_PATH: join(root, 'node_modules') } },
+          ),
+        ) as string[];
+      expect(loaded('nest-reactor')).toEqual([]);
+      expect(loaded('nest-reactor/health')).not.toEqual([]);
+    } finally {
+      rmSync(app, { recursive: true, force: true });
+    }
+  }, 60_000);
 });
