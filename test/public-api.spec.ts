@@ -1,5 +1,6 @@
 import * as api from '../lib';
 import * as testing from '../lib/testing';
+import * as health from '../lib/health';
 import { defineReactor, success, type ReactorBuilder } from '../lib';
 import { createTestEngine } from '../lib/testing';
 
@@ -37,6 +38,7 @@ describe('public API', () => {
       expect(api).not.toHaveProperty(internal);
     }
     expect(Object.keys(testing).sort()).toEqual(['FakeClock', 'RecordingMiddleware', 'createTestEngine']);
+    expect(Object.keys(health).sort()).toEqual(['ReactorHealthIndicator', 'ReactorHealthModule']);
   });
 
   it('runs a reactor with the testing entry point, with retries that do not wait', async () => {

@@ -32,12 +32,4 @@ describe('the health entry point is optional', () => {
       expect(() => require('../../lib/health')).toThrow(ABSENT);
     });
   });
-
-  it('the health entry point exports the module, the indicator and nothing else at run time', () => {
-    jest.isolateModules(() => {
-      // eslint-disable-next-line @typescript-eslint/no-require-imports
-      const health = require('../../lib/health') as Record<string, unknown>;
-      expect(Object.keys(health).sort()).toEqual(['ReactorHealthIndicator', 'ReactorHealthModule']);
-    });
-  });
 });
