@@ -134,6 +134,8 @@ describe('the published package', () => {
       'dist/lib/testing/index.d.ts',
       'dist/lib/testing/jest/index.js',
       'dist/lib/testing/jest/index.d.ts',
+      'dist/lib/health/index.js',
+      'dist/lib/health/index.d.ts',
     ]) {
       expect(files).toContain(entry);
     }
@@ -215,6 +217,41 @@ describe('the published package', () => {
         );
         writeFileSync(join(app, 'tsconfig.json'), tsconfig(module, moduleResolution, 'dist', ['src']));
         compile(app);
+      } finally {
+        rmSync(app, { recursive: true, force: true });
+      }
+    },
+    60_000,
+  );
+
+  it.each(RESOLUTIONS)(
+    "'nest-reactor/health' resolves with module %s (moduleResolution %s) where @nestjs/terminus is installed, and only it loads terminus",
+    (module, moduleResolution) => {
+      const app = freshApp(tarball, ['@nestjs/terminus']);
+      try {
+        mkdirSync(join(app, 'src'));
+        writeFileSync(
+          join(app, 'src', 'health.ts'),
+          "import { ReactorHealthModule, type ReactorHealthIndicator } from 'nest-reactor/health';\n" +
+            'export const health = ReactorHealthModule;\n' +
+            "export type Check = ReturnType<ReactorHealthIndicator['isHealthy']>;\n",
+        );
+        writeFileSync(join(app, 'tsconfig.json'), tsconfig(module, moduleResolution, 'dist', ['src']));
+        compile(app);
+        const terminusFilesLoadedBy = (entry: string): string[] =>
+          JSON.parse(
+            execFileSync(
+              process.execPath,
+              [
+                '-e',
+                `require('reflect-metadata'); require(${JSON.stringify(entry)}); ` +
+                  "console.log(JSON.stringify(Object.keys(require.cache).filter((f) => f.includes('@nestjs/terminus'))))",
+              ],
+              { cwd: app, encoding: 'utf8' },
+            ),
+          ) as string[];
+        expect(terminusFilesLoadedBy('nest-reactor')).toEqual([]);
+        expect(terminusFilesLoadedBy('./dist/health.js')).not.toEqual([]);
       } finally {
         rmSync(app, { recursive: true, force: true });
       }

@@ -1,5 +1,6 @@
 import * as api from '../lib';
 import * as testing from '../lib/testing';
+import * as health from '../lib/health';
 import { defineReactor, success, type ReactorBuilder } from '../lib';
 import { createTestEngine } from '../lib/testing';
 
@@ -51,6 +52,7 @@ describe('public API', () => {
       'createTestEngine',
       'reactorMatchers',
     ]);
+    expect(Object.keys(health).sort()).toEqual(['ReactorHealthIndicator', 'ReactorHealthModule']);
   });
 
   it('runs a reactor with the testing entry point, with retries that do not wait', async () => {

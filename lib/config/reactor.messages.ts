@@ -136,6 +136,37 @@ export const messages = {
     'and are lost when it exits; use it for development and tests. Configure ' +
     'ReactorModule.forRoot({ redis: { url } }) for durable runs.',
 
+  // Health (nest-reactor/health)
+  healthEmbedded: (): string =>
+    "Embedded runtime: runs, leases and jobs live in this process's memory (not durable); there is no Redis, " +
+    'queue or sweeper to check.',
+  healthOptionInvalid: (option: string, value: unknown): string =>
+    `ReactorHealthIndicator.isHealthy(): option ${option} must be a number of 0 or more (got ${show(value)}).`,
+  healthRedisUnreachable: (timeoutMs: number, error: unknown): string =>
+    `Redis did not answer a PING within ${timeoutMs} ms` +
+    (error ? ` (${(error as Error)?.message ?? String(error)})` : '') +
+    ': runs can be neither started nor advanced from this process. Check that Redis is up and reachable ' +
+    '(ReactorModule option redis).',
+  healthWorkersNotRunning: (workers: string): string =>
+    `The nest-reactor BullMQ worker is not running (${workers}): this process takes no jobs, so background runs ` +
+    'do not advance here. Workers start at application bootstrap and stop at shutdown; look for a logged worker ' +
+    'error, or set workers: false for a producer-only process.',
+  healthSweeperNotScheduled: (): string =>
+    'The recovery sweeper is enabled but not scheduled (see the warning logged at bootstrap), so runs whose ' +
+    'worker died are not recovered. Import ScheduleModule.forRoot() once in your application module, or set ' +
+    'sweeper: { enabled: false } and call ReactorClient.sweepOnce() from your own cron.',
+  healthSweepTooOld: (ageMs: number, maxAgeMs: number, swept: boolean): string =>
+    `${swept ? 'The last recovery sweep finished' : 'No recovery sweep has finished since the sweeper started,'} ` +
+    `${ageMs} ms ago, more than maxSweepAgeMs (${maxAgeMs} ms): runs whose worker died wait to be recovered. ` +
+    'Look for logged sweep failures (Redis errors), or a sweep that runs too long.',
+  healthBacklog: (waiting: number, maxBacklog: number): string =>
+    `${waiting} job${waiting === 1 ? ' is' : 's are'} waiting for a worker, more than maxBacklog (${maxBacklog}): ` +
+    'the workers do not keep up. Add processes or raise workerConcurrency, or look for slow steps.',
+  healthQueueUnanswered: (timeoutMs: number, error: unknown): string =>
+    `The BullMQ queue did not report its job counts within ${timeoutMs} ms` +
+    (error ? ` (${(error as Error)?.message ?? String(error)})` : '') +
+    '. Check that Redis is up and reachable (ReactorModule option redis).',
+
   // Discovery
   scopedProvider: (kind: 'step' | 'reactor' | 'listener', target: Named, scope: string): string =>
     `${kind === 'step' ? 'Step' : kind === 'reactor' ? 'Reactor' : '@OnReactorEvent listener'} class ${className(target)} is ${scope}. ` +

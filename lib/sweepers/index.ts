@@ -1,4 +1,4 @@
-export { ReactorSweeper, SWEEP_LIMIT, type SweepResult } from './reactor.sweeper';
+export { ReactorSweeper, SWEEP_LIMIT, type SweepResult, type LastSweep } from './reactor.sweeper';
 export { SweeperScheduler } from './sweeper.scheduler';
 export {
   REACTOR_SWEEPER_CRON,

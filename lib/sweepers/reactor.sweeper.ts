@@ -13,6 +13,13 @@ export interface SweepResult {
   maps: number;
 }
 
+/** When the last sweep of this process finished, and what it re-enqueued. */
+export interface LastSweep {
+  /** Time (module clock, ms since the epoch) the sweep finished. */
+  readonly finishedAt: number;
+  readonly result: SweepResult;
+}
+
 /**
  * One recovery sweep, with no guard: re-enqueue by id every non-terminal run whose executor died.
  * It reads the storage's index of live runs (never a keyspace scan), skips runs whose lease is
@@ -24,6 +31,8 @@ export interface SweepResult {
  */
 @Injectable()
 export class ReactorSweeper {
+  private last?: LastSweep;
+
   constructor(
     private readonly engine: ReactorEngine,
     @Inject(REACTOR_OPTIONS) private readonly options: ResolvedReactorModuleOptions,
@@ -32,6 +41,15 @@ export class ReactorSweeper {
   async sweepOnce(): Promise<SweepResult> {
     const reactors = await this.engine.recoverStalled({ limit: SWEEP_LIMIT, graceMs: this.options.leaseTtlMs });
     const maps = await this.engine.recoverMaps({ limit: SWEEP_LIMIT, graceMs: this.options.leaseTtlMs });
+    this.last = { finishedAt: this.options.clock.now(), result: { reactors, maps } };
     return { reactors, maps };
+  }
+
+  /**
+   * The last sweep this process finished (scheduled or `ReactorClient.sweepOnce()`), or `undefined`
+   * before the first. A sweep that threw is not one. Read by the health indicator.
+   */
+  get lastSweep(): LastSweep | undefined {
+    return this.last;
   }
 }

@@ -34,6 +34,8 @@ type CronTimeClass = new (source: string, timeZone?: string) => CronJobRef['cron
 export class SweeperScheduler {
   private readonly logger = new Logger(REACTOR_LOGGER_CONTEXT);
   private job?: CronJobRef;
+  private scheduledSince?: number;
+  private lastTick?: number;
   private stopped = false;
   private readonly running = new Set<Promise<unknown>>();
 
@@ -79,7 +81,18 @@ export class SweeperScheduler {
     job.setTime(new CronTime(expression, 'UTC'));
     job.start();
     this.job = job;
+    this.scheduledSince = this.clock.now();
     this.logger.log(messages.sweeperScheduled(expression, intervalMs));
+  }
+
+  /**
+   * Where the schedule stands, for the health indicator: when {@link schedule} started the cron job
+   * (`undefined` if it did not: sweeper disabled, no `ScheduleModule`, not bootstrapped yet), and
+   * when the last tick settled its window: it swept, or another replica (or another firing of
+   * this cron) had the window. A tick whose sweep threw does not count. Times are the module clock's.
+   */
+  get status(): { scheduledAt?: number; lastTickAt?: number; stopped: boolean } {
+    return { scheduledAt: this.scheduledSince, lastTickAt: this.lastTick, stopped: this.stopped };
   }
 
   /** Stop scheduling and wait for a sweep in progress. Idempotent. */
@@ -98,8 +111,12 @@ export class SweeperScheduler {
       const { intervalMs } = this.options.sweeper;
       const window = sweepWindow(this.clock.now(), intervalMs);
       const claimed = await this.locks.acquire(`sweep:reactors:${window}`, intervalMs);
-      if (!claimed) return undefined;
+      if (!claimed) {
+        this.lastTick = this.clock.now();
+        return undefined;
+      }
       const result = await this.sweeper.sweepOnce();
+      this.lastTick = this.clock.now();
       if (result.reactors > 0) this.logger.log(messages.sweepRecovered(result.reactors));
       return result;
     } catch (error) {

@@ -13,7 +13,7 @@ import type { StepContext } from '../../lib/core/definition/step';
 import type { ReactorJob } from '../../lib/core/ports/job-dispatcher.port';
 import { success } from '../../lib/core/results/step-outcome';
 import { Reactor } from '../../lib/nest/reactor.decorator';
-import { bullMqPrefix, REACTOR_QUEUE_NAME } from '../../lib/queue/queue.constants';
+import { REACTOR_QUEUE_NAME } from '../../lib/queue/queue.constants';
 import { ReactorQueues } from '../../lib/queue/reactor-queues';
 import { RunProcessor } from '../../lib/queue/run.processor';
 import { BackgroundAllReactor, createRedisApp, Gate, GateStep, useRedisPrefixes } from './e2e.fixtures';
