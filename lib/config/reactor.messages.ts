@@ -159,4 +159,10 @@ export const messages = {
     'onModuleInit). Call it from onApplicationBootstrap or later.',
   jobFailed: (kind: string, runId: string, reactorName: string, error: unknown): string =>
     `Job '${kind}' for run '${runId}' (reactor '${reactorName}') failed: ${(error as Error)?.stack ?? String(error)}`,
+  shutdownAbortedSteps: (aborted: number, left: number, graceMs: number): string =>
+    `Shutdown: ${aborted} run${aborted === 1 ? '' : 's'} still executing after shutdownGraceMs (${graceMs} ms); ` +
+    "their steps' ctx.signal was aborted (cause 'shutdown'), and a stopped run is left for the sweeper to resume. " +
+    (left > 0
+      ? `${left} did not stop within another ${graceMs} ms (a step ignores its signal); its lease expires after leaseTtlMs.`
+      : 'All of them stopped.'),
 };

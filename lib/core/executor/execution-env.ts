@@ -9,6 +9,7 @@ import type { InterruptStore } from '../ports/interrupt-store.port';
 import type { MapStore } from '../ports/map-store.port';
 import type { ReactorStorage } from '../ports/reactor-storage.port';
 import type { StepResolver } from '../ports/step-resolver.port';
+import type { ExecutionAbort } from './execution-abort';
 
 /** Everything an execution needs from its host (the engine). */
 export interface ExecutionEnv {
@@ -64,6 +65,12 @@ export interface ExecutionEnv {
   lockSnoozeMaxAttempts?: number;
   /** Resolve when run `runId` is terminal (or paused), or after `timeoutMs` (with it as it is then). */
   awaitRun?: (runId: string, timeoutMs: number) => Promise<unknown>;
+  /**
+   * The execution's abort state: its steps' signals are aborted through it (cancel, shutdown past
+   * the grace, lost lease). Shared by composed children and inline map elements. Without it, step
+   * signals are never aborted.
+   */
+  abort?: ExecutionAbort;
 }
 
 /** Saves the root run; `final` ends the execution and releases the lease in the same write. */
