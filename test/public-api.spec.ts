@@ -21,6 +21,8 @@ describe('public API', () => {
       'InputValidationError',
       'ConfigurationError',
       'InternalError',
+      'StepAbortedError',
+      'isStepAborted',
     ]) {
       expect(api).toHaveProperty(name);
     }
@@ -33,6 +35,8 @@ describe('public API', () => {
       'RunScope',
       'stepKindOf',
       'DefinitionRegistry',
+      'ExecutionAbort',
+      'ExecutionStopped',
     ]) {
       expect(api).not.toHaveProperty(internal);
     }
