@@ -283,6 +283,29 @@ describe('ctx.signal', () => {
       expect(log).toEqual(['run:a', 'run:b#1']);
     });
 
+    it('after the grace, a run that starts in this process is stopped before its first step', async () => {
+      const { engine } = createHarness();
+      const log: string[] = [];
+      const seen: Parameters<typeof cooperative>[1] = {};
+      const inside = deferred();
+      const gate = deferred();
+      const first = engine.run(cooperative(log, seen, inside.resolve, { ignore: gate.promise }), {});
+      await inside.promise;
+      const draining = engine.drain(5);
+      await until(() => seen.ctx!.signal.aborted);
+
+      const late = await engine.run(
+        cooperative(log, {}, () => undefined),
+        {},
+      );
+      expect(late.status).toBe('dispatched');
+      expect((await engine.get(late.runId))?.status).toBe('running');
+      gate.resolve();
+      await draining;
+      await first;
+      expect(log).toEqual(['run:a', 'run:b#1']);
+    });
+
     it('a run stopped mid-rollback keeps the rest of its rollback (the aborted undo included) for recovery', async () => {
       const h = createHarness();
       const { engine, clock } = h;
