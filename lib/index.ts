@@ -144,12 +144,16 @@ export {
   AsyncWaitTimeoutError,
   AsyncUnitFailedError,
   CoordinationContendedError,
+  StepAbortedError,
+  isStepAborted,
 } from './core';
 export type { ReactorErrorCode, FieldErrors, SerializedError } from './core';
+export type { StepAbortCause, StepAbortSite } from './core';
 
 // Engine and ports, for use without Nest and for custom adapters
 export { ReactorEngine } from './core';
 export type { ReactorEngineOptions, EngineLogger, RunOnOtherDefinition } from './core';
+export type { DrainResult } from './core';
 export type {
   ReactorStorage,
   SaveOptions,

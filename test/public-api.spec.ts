@@ -26,6 +26,8 @@ describe('public API', () => {
       'ReactorTraceAttributes',
       'ReactorTraceEvents',
       'ReactorQueues',
+      'StepAbortedError',
+      'isStepAborted',
     ]) {
       expect(api).toHaveProperty(name);
     }
@@ -40,6 +42,8 @@ describe('public API', () => {
       'DefinitionRegistry',
       'openTelemetryTracing',
       'NO_TRACING',
+      'ExecutionAbort',
+      'ExecutionStopped',
     ]) {
       expect(api).not.toHaveProperty(internal);
     }

@@ -244,4 +244,10 @@ export const messages = {
     'A queue has one worker: give both the same concurrency, set it on one of them only, or use two queues.',
   namedWorkersStarted: (queues: ReadonlyArray<{ name: string; concurrency: number }>): string =>
     `Reactor queues with their own worker: ${queues.map((q) => `'${q.name}' (concurrency ${q.concurrency})`).join(', ')}.`,
+  shutdownAbortedSteps: (aborted: number, left: number, graceMs: number): string =>
+    `Shutdown: ${aborted} run${aborted === 1 ? '' : 's'} still executing after shutdownGraceMs (${graceMs} ms); ` +
+    "their steps' ctx.signal was aborted (cause 'shutdown'), and a stopped run is left for the sweeper to resume. " +
+    (left > 0
+      ? `${left} did not stop within another ${graceMs} ms (a step ignores its signal); its lease expires after leaseTtlMs.`
+      : 'All of them stopped.'),
 };

@@ -9,7 +9,14 @@ import {
 } from '@nestjs/common';
 import { ReactorEngine } from '../core';
 import { SweeperScheduler } from '../sweepers/sweeper.scheduler';
-import { type ReactorRuntime, REACTOR_LOGGER_CONTEXT, REACTOR_RUNTIME, messages } from '../config';
+import {
+  type ReactorRuntime,
+  type ResolvedReactorModuleOptions,
+  REACTOR_LOGGER_CONTEXT,
+  REACTOR_OPTIONS,
+  REACTOR_RUNTIME,
+  messages,
+} from '../config';
 
 /**
  * The module's start and stop, in one place (collection happens earlier, in the explorer's
@@ -19,11 +26,16 @@ import { type ReactorRuntime, REACTOR_LOGGER_CONTEXT, REACTOR_RUNTIME, messages 
  *   then the sweeper is scheduled (Redis runtime);
  * - `beforeApplicationShutdown`: the sweeper stops (a sweep in progress finishes), then the
  *   workers stop taking jobs and drain for up to `shutdownGraceMs` before they are closed anyway;
+ *   alongside, the engine waits for every run executing in this process (jobs, inline `run`
+ *   calls) for the same grace, then aborts the `ctx.signal` of their steps still running (cause
+ *   `shutdown`) and waits up to `shutdownGraceMs` more for them to stop: a stopped run writes
+ *   nothing more and releases its lease, left for the sweeper to resume elsewhere;
  * - `onApplicationShutdown`: the runtime closes its queue, then the Redis connections it created
  *   (never a connection the application passed in).
  *
- * Leases: a run that finishes releases its own lease in its final save. A run let go by a forced
- * worker close keeps its lease until it expires (`leaseTtlMs`); the sweeper then re-enqueues it.
+ * Leases: a run that finishes releases its own lease in its final save, and a run stopped by the
+ * shutdown's abort releases it as it stops. A run whose step ignores its signal keeps its lease
+ * until it expires (`leaseTtlMs`); the sweeper then re-enqueues it.
  *
  * Every step runs in its own try/catch, so one failing cleanup never skips the next. The hooks
  * live in the module's inner (non-global) module, so Nest runs them after every global module's
@@ -39,6 +51,7 @@ export class ReactorLifecycle implements OnApplicationBootstrap, BeforeApplicati
   constructor(
     @Inject(REACTOR_RUNTIME) private readonly runtime: ReactorRuntime,
     private readonly engine: ReactorEngine,
+    @Inject(REACTOR_OPTIONS) private readonly options: ResolvedReactorModuleOptions,
     @Optional() private readonly scheduler?: SweeperScheduler,
   ) {}
 
@@ -54,11 +67,20 @@ export class ReactorLifecycle implements OnApplicationBootstrap, BeforeApplicati
     } catch (error) {
       this.logger.warn(messages.cleanupFailed('stop the sweeper', error));
     }
+    // The grace starts for the engine's executions as it does for the workers' jobs, so that the
+    // steps' signals are aborted when the workers let go of their jobs.
+    const draining = this.engine.drain(this.options.shutdownGraceMs).then(
+      ({ aborted, left }) => {
+        if (aborted > 0) this.logger.warn(messages.shutdownAbortedSteps(aborted, left, this.options.shutdownGraceMs));
+      },
+      (error: unknown) => this.logger.warn(messages.cleanupFailed('stop the runs executing here', error)),
+    );
     try {
       await this.runtime.stopWorkers();
     } catch (error) {
       this.logger.warn(messages.cleanupFailed('stop the workers', error));
     }
+    await draining;
   }
 
   async onApplicationShutdown(): Promise<void> {

@@ -11,6 +11,15 @@ export interface StepContext {
   readonly stepName: string;
   /** 1 for the first attempt. */
   readonly attempt: number;
+  /**
+   * Aborted when the step should stop early: the run was cancelled (`client.cancel`; step bodies
+   * only), this process is shutting down and `shutdownGraceMs` has passed, or this process lost
+   * the run's lease. `signal.reason` is a `StepAbortedError` whose `abortCause` says which.
+   * Pass it on (`fetch(url, { signal: ctx.signal })`) or check it between pieces of work
+   * (`ctx.signal.throwIfAborted()`). A step that ignores it behaves as if there were none.
+   * Each attempt, compensate and undo gets its own signal.
+   */
+  readonly signal: AbortSignal;
 }
 
 /**

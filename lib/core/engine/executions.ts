@@ -2,6 +2,8 @@ import type { ReactorDefinition } from '../definition/definition';
 import { ContextTooLargeError, LeaseLostError } from '../errors/run-state.error';
 import type { ExecutionEnv } from '../executor/execution-env';
 import { RunExecution } from '../executor/run-execution';
+import { ExecutionAbort } from '../executor/execution-abort';
+import type { StepAbortCause } from '../errors/step-aborted.error';
 import type { RunFailure } from '../model/failure';
 import { isTerminal, type RunState } from '../model/run-state';
 import type { Lease } from '../ports/lock-manager.port';
@@ -21,8 +23,29 @@ export interface RunOwner {
   reactorName: string;
 }
 
+/** An execution in this process, as {@link Executions.track} registers it. */
+export interface TrackedExecution {
+  readonly runId: string;
+  /** The execution's abort state (its steps' signals). */
+  readonly abort: ExecutionAbort;
+  /** Unregister it: the execution has ended. */
+  untrack(): void;
+}
+
+/** What {@link Executions.drain} did. */
+export interface DrainResult {
+  /** Executions still running when the grace passed, whose steps' signals were aborted. */
+  aborted: number;
+  /** Executions still running when `drain` returned (they ignored their signals). */
+  left: number;
+}
+
 /** Executing runs in this process: the environment an execution gets, and the lease around it. */
 export class Executions {
+  /** Executions running in this process now, with their abort state and their end. */
+  private readonly live = new Map<TrackedExecution, Promise<void>>();
+  /** Set once a drain's grace has passed: executions that start after it are stopped at once. */
+  private stopping = false;
   /** Called after a top-level run paused at an interrupt (its final save done, its lease released). */
   afterPause?: (state: RunState) => Promise<void>;
 
@@ -70,6 +93,61 @@ export class Executions {
     };
   }
 
+  /**
+   * Register an execution of `runId` in this process (a top-level run, or an undo or cancel carried
+   * out here), so that a cancel asked here and a shutdown reach its steps' signals.
+   */
+  track(runId: string): TrackedExecution {
+    const abort = new ExecutionAbort();
+    let ended!: () => void;
+    const done = new Promise<void>((resolve) => (ended = resolve));
+    const tracked: TrackedExecution = {
+      runId,
+      abort,
+      untrack: () => {
+        this.live.delete(tracked);
+        ended();
+      },
+    };
+    this.live.set(tracked, done);
+    if (this.stopping) abort.abort('shutdown');
+    return tracked;
+  }
+
+  /**
+   * Abort the step signals of the executions of `runId` in this process (a cancel asked here);
+   * returns whether there was one.
+   */
+  abort(runId: string, cause: StepAbortCause, cancelReason?: string): boolean {
+    let found = false;
+    for (const tracked of this.live.keys()) {
+      if (tracked.runId !== runId) continue;
+      tracked.abort.abort(cause, cancelReason);
+      found = true;
+    }
+    return found;
+  }
+
+  /** How many executions run in this process now. */
+  get running(): number {
+    return this.live.size;
+  }
+
+  /**
+   * Shutdown: wait up to `graceMs` for the executions running in this process to end; abort the
+   * step signals of those still running then (cause `shutdown`: each stops, writes nothing more
+   * and releases its lease, leaving its run for recovery), and wait up to `graceMs` more for them.
+   * An execution that starts after the grace is stopped before its first step.
+   */
+  async drain(graceMs: number): Promise<DrainResult> {
+    if (await settlesWithin([...this.live.values()], graceMs)) return { aborted: 0, left: 0 };
+    this.stopping = true;
+    const aborted = this.live.size;
+    for (const tracked of this.live.keys()) tracked.abort.abort('shutdown');
+    await settlesWithin([...this.live.values()], graceMs);
+    return { aborted, left: this.live.size };
+  }
+
   /** Say in the log that a background run failed, and what its rollback could not undo. */
   private logFailure(failure: RunFailure, runId: string): void {
     const { logger } = this.parts;
@@ -100,7 +178,13 @@ export class Executions {
     resumed: boolean,
     holding?: Holding,
   ): Promise<RunOutcome> {
-    const held = this.leases.keep(lease);
+    const tracked = this.track(state.runId);
+    const { abort } = tracked;
+    const held = this.leases.keep(lease, {
+      runId: state.runId,
+      onLost: () => abort.abort('lease-lost'),
+      onCancel: (reason) => abort.abort('cancel', reason),
+    });
     let released = false;
     let entered: Holding | undefined = holding;
     try {
@@ -114,6 +198,7 @@ export class Executions {
       }
       const env = this.env(mode, lease, { runId: state.runId, reactorName: def.name });
       env.inAsyncUnit = state.asyncParent !== undefined;
+      env.abort = abort;
       const { maxContextBytes, storage } = this.parts;
       if (maxContextBytes !== undefined) {
         env.recordBudget = { limit: maxContextBytes, used: () => storage.sizeOf?.(state) ?? 0 };
@@ -146,7 +231,8 @@ export class Executions {
     } finally {
       held.stop();
       if (entered) await entered.leave(state);
-      if (!released && !held.lost) await this.leases.releaseQuietly(lease);
+      if (!released && !held.lost && abort.cause !== 'lease-lost') await this.leases.releaseQuietly(lease);
+      tracked.untrack();
     }
   }
 
@@ -163,5 +249,17 @@ export class Executions {
     await this.parts.storage.save(state, lease ? { lease, leaseTtlMs: this.parts.leaseTtlMs, releaseLease: true } : {});
     this.waiters.notify(state.runId);
     return outcomeOf(state);
+  }
+}
+
+/** Whether every one of `promises` settles within `ms` (the timer is cleared either way). */
+async function settlesWithin(promises: Promise<void>[], ms: number): Promise<boolean> {
+  if (promises.length === 0) return true;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timeout = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), ms)));
+  try {
+    return await Promise.race([Promise.all(promises).then(() => true), timeout]);
+  } finally {
+    clearTimeout(timer);
   }
 }

@@ -13,7 +13,7 @@ import type { RunStatus } from '../model/run-state';
 import type { RunOutcome } from '../results/run-outcome';
 import { Dispatch } from './dispatch';
 import { ENGINE_DEFAULTS, type EngineParts, type ReactorEngineOptions, type RunOptions } from './engine-options';
-import { Executions } from './executions';
+import { Executions, type DrainResult } from './executions';
 import { LeaseKeeper } from './lease-keeper';
 import { MapJobs } from './map-jobs';
 import { Recovery, type RecoveryOptions } from './recovery';
@@ -50,6 +50,7 @@ export class ReactorEngine {
   private readonly resumes: Resumes;
   private readonly coordination: Coordination;
   private readonly parts: EngineParts;
+  private readonly executions: Executions;
   /** Whether storage (and the map store, if any) can store inputs encrypted. */
   private readonly encryptsInputs: boolean;
 
@@ -88,13 +89,14 @@ export class ReactorEngine {
       options.snoozeJitterMs ?? snoozeDelayMs,
       parts.tracing,
     );
-    const leases = new LeaseKeeper(parts.locks, parts.leaseTtlMs, logger);
+    const leases = new LeaseKeeper(parts.locks, parts.leaseTtlMs, logger, parts.storage);
     this.storage = parts.storage;
     this.encryptsInputs =
       parts.storage.encryptsInputs === true && (parts.maps === undefined || parts.maps.encryptsInputs === true);
     this.waiters = new Waiters(parts.storage, parts.clock);
     this.viewer = new RunViewer(this.registry, parts.maps, parts.storage);
     const executions = new Executions(parts, this.registry, dispatch, leases, this.waiters, this.viewer);
+    this.executions = executions;
     this.coordination = new Coordination(
       options.coordination,
       rateLimitWindows(options.rateLimits),
@@ -344,6 +346,23 @@ export class ReactorEngine {
    */
   failRun(runId: string, reason: BrokenReason): Promise<void> {
     return this.control.failRun(runId, reason);
+  }
+
+  /**
+   * Shutdown: wait up to `graceMs` for the runs executing in this process (inline calls, jobs, undos)
+   * to end; then abort the `ctx.signal` of their steps in flight (`abortCause: 'shutdown'`) and wait
+   * up to `graceMs` more. An execution told to stop starts no step, rolls nothing back and writes
+   * nothing more; it releases its lease and leaves its run, as last stored, for recovery (the
+   * sweeper resumes it in another process). A step that ignores its signal is not waited for past
+   * the second wait (`left`). The Nest module calls this at shutdown with `shutdownGraceMs`.
+   */
+  drain(graceMs: number): Promise<DrainResult> {
+    return this.executions.drain(graceMs);
+  }
+
+  /** How many runs execute in this process now (inline calls, jobs, undos and cancels carried out here). */
+  get executing(): number {
+    return this.executions.running;
   }
 
   /**

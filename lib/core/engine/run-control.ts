@@ -147,6 +147,9 @@ export class RunControl {
     }
     const status = await storage.requestCancel(runId, reason);
     if (status === undefined) throw new RunNotFoundError(runId);
+    // Executing in this process: its steps in flight learn of it now, through their signals (an
+    // execution elsewhere learns of it at its next lease extension or checkpoint).
+    if (!isTerminal(status)) this.executions.abort(runId, 'cancel', reason);
     if (isTerminal(status)) {
       throw new InvalidRunStateError(
         `Run '${runId}' is ${status}: a finished run cannot be cancelled; undo it instead (client.undo).`,
@@ -203,10 +206,17 @@ export class RunControl {
   ): Promise<RunOutcome> {
     const def = this.registry.forRun(state) ?? this.registry.get(state.reactorName);
     const env = this.executions.env('caller', lease, { runId: state.runId, reactorName: def.name });
-    const save = RunExecution.saver(env, state, { reopen, onRelease: released });
-    const outcome = await new RunExecution(def, state, env, save).undo(reason);
-    this.waiters.notify(state.runId);
-    return outcome;
+    // Its undos' signals are aborted at shutdown (a cancel does not abort a rollback).
+    const tracked = this.executions.track(state.runId);
+    env.abort = tracked.abort;
+    try {
+      const save = RunExecution.saver(env, state, { reopen, onRelease: released });
+      const outcome = await new RunExecution(def, state, env, save).undo(reason);
+      this.waiters.notify(state.runId);
+      return outcome;
+    } finally {
+      tracked.untrack();
+    }
   }
 
   private async current(runId: string): Promise<RunOutcome> {

@@ -10,3 +10,4 @@ export * from './unstorable-value.error';
 export * from './storage-unavailable.error';
 export * from './interrupt.error';
 export * from './coordination.error';
+export * from './step-aborted.error';

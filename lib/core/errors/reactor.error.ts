@@ -34,7 +34,8 @@ export type ReactorErrorCode =
   | 'SEMAPHORE_FULL'
   | 'RATE_LIMITED'
   | 'ORDER_WAIT'
-  | 'INTERNAL';
+  | 'INTERNAL'
+  | 'STEP_ABORTED';
 
 /** The JSON form of an error, as stored with a run and shown by `ReactorClient.get`. */
 export interface SerializedError {

@@ -10,6 +10,7 @@ import type { MapStore } from '../ports/map-store.port';
 import type { ReactorStorage } from '../ports/reactor-storage.port';
 import type { StepResolver } from '../ports/step-resolver.port';
 import type { Tracing } from '../tracing/tracing';
+import type { ExecutionAbort } from './execution-abort';
 
 /** Everything an execution needs from its host (the engine). */
 export interface ExecutionEnv {
@@ -67,6 +68,12 @@ export interface ExecutionEnv {
   awaitRun?: (runId: string, timeoutMs: number) => Promise<unknown>;
   /** Spans of the execution and its steps; without it, none. */
   tracing?: Tracing;
+  /**
+   * The execution's abort state: its steps' signals are aborted through it (cancel, shutdown past
+   * the grace, lost lease). Shared by composed children and inline map elements. Without it, step
+   * signals are never aborted.
+   */
+  abort?: ExecutionAbort;
 }
 
 /** Saves the root run; `final` ends the execution and releases the lease in the same write. */

@@ -41,6 +41,7 @@ export async function finishRollback(scope: RunScope): Promise<void> {
   const { state, def } = scope;
   const plan = state.rollback!;
   while (plan.compensate.length > 0) {
+    scope.throwIfStopped();
     const pending = plan.compensate[0];
     const step = def.stepsByName.get(pending.step);
     const error = scope.liveErrors.get(pending.step) ?? new Error(pending.message);
@@ -69,8 +70,11 @@ export async function undoAll(scope: RunScope): Promise<RollbackFailure[]> {
   const failures: RollbackFailure[] = [];
   const { state } = scope;
   while (state.undoStack.length > 0) {
+    scope.throwIfStopped();
     const entry = state.undoStack[state.undoStack.length - 1];
     const problems = await undoEntry(scope, entry);
+    // Stopped while undoing (shutdown, lost lease): the entry stays for whoever resumes the rollback.
+    if (problems.length > 0) scope.throwIfStopped();
     failures.push(...problems);
     state.rollback?.failures.push(...problems);
     state.undoStack.pop();
@@ -96,7 +100,7 @@ export async function undoEntry(scope: RunScope, entry: UndoEntry): Promise<Roll
   scope.span.event(ReactorTraceEvents.UNDO_START, { [ReactorTraceAttributes.STEP]: step.name });
   await scope.emitStep(step, { type: 'undo.start' });
   const report = await underStepCoordination(scope, step, entry.args, 'undo', () =>
-    stepKindOf(step).undo(scope, step, entry),
+    withRollbackSignal(scope, step, 'undo', () => stepKindOf(step).undo(scope, step, entry)),
   );
   const ok = report.failures.length === 0;
   scope.trace({ type: 'undo', step: step.name, ok, detail: report.detail });
@@ -117,8 +121,10 @@ async function compensateStep(
   scope.span.event(ReactorTraceEvents.COMPENSATION_START, { [ReactorTraceAttributes.STEP]: step.name });
   await scope.emitStep(step, { type: 'compensation.start' });
   const report = await underStepCoordination(scope, step, args, 'compensate', () =>
-    kind.compensate!(scope, step, error, args),
+    withRollbackSignal(scope, step, 'compensate', () => kind.compensate!(scope, step, error, args)),
   );
+  // Stopped while compensating (shutdown, lost lease): it stays planned for whoever resumes the rollback.
+  if (report.failures.length > 0) scope.throwIfStopped();
   const ok = report.failures.length === 0;
   scope.trace({ type: 'compensate', step: step.name, ok, detail: report.detail });
   scope.span.event(
@@ -155,6 +161,16 @@ function spanEvent(step: StepDefinition, ok: boolean, report: RollbackReport): R
   return ok
     ? { [ReactorTraceAttributes.STEP]: step.name }
     : { [ReactorTraceAttributes.STEP]: step.name, [ReactorTraceAttributes.ERROR_MESSAGE]: failMessage(report) };
+}
+
+/** Run a compensate or undo with a signal of its own (aborted at shutdown or on a lost lease, never by a cancel). */
+async function withRollbackSignal(
+  scope: RunScope,
+  step: StepDefinition,
+  phase: 'compensate' | 'undo',
+  run: () => Promise<RollbackReport>,
+): Promise<RollbackReport> {
+  return (await scope.withSignal(step, phase, run)).value;
 }
 
 function failMessage(report: { failures: RollbackFailure[]; error?: string }): string {

@@ -47,7 +47,10 @@ import { finishRollback, rollback, undoAll, undoEntry } from './rollback';
 import { RunScope } from './run-scope';
 import { stepKindOf } from '../steps';
 import { ReactorTraceAttributes } from '../tracing/tracing';
-import { runStep, stepFailed, type StepFailed, type StepResult } from './step-runner';
+import { runStep, stepFailed, type StepAborted, type StepFailed, type StepResult } from './step-runner';
+import { ExecutionStopped } from './execution-abort';
+
+type CancelAborted = Extract<StepAborted, { cause: 'cancel' }>;
 
 type Handoff = { mode: NonNullable<RunState['handoff']>; delayMs: number };
 
@@ -96,10 +99,21 @@ export class RunExecution extends RunScope implements NestedExecution {
       try {
         return await this.executeSteps(resumed);
       } catch (error) {
+        if (error instanceof ExecutionStopped && this.root) return this.stopped(error);
         if (!(error instanceof RollbackSuspended) || !this.root) throw error;
         return this.parkRollback(error);
       }
     });
+  }
+
+  /**
+   * The execution was told to stop. A lost lease: a `LeaseLostError` (nothing more is written). A
+   * shutdown past its grace: nothing more is written either, and the run stays as last stored
+   * (`running` or `rolling_back`) for recovery to resume in another process once the lease is free.
+   */
+  private stopped(stop: ExecutionStopped): RunOutcome {
+    if (stop.stopCause === 'lease-lost') throw new LeaseLostError(this.state.runId);
+    return outcomeOf(this.state); // `dispatched`: the run goes on elsewhere
   }
 
   /** Undo every completed step of a finished run (manual undo); the run ends `cancelled`. */
@@ -146,6 +160,7 @@ export class RunExecution extends RunScope implements NestedExecution {
     try {
       await finishRollback(this);
     } catch (error) {
+      if (error instanceof ExecutionStopped) return this.stopped(error);
       if (!(error instanceof RollbackSuspended)) throw error;
       return this.parkRollback(error);
     }
@@ -210,10 +225,11 @@ export class RunExecution extends RunScope implements NestedExecution {
     // A cancel request stops the run unless it failed (its rollback wins) or waits for map elements
     // (the run is cancelled when they have settled and the map can be undone whole).
     if (result.cancel !== undefined && result.failures.length === 0 && result.handoff?.mode.mode !== 'map') {
-      return this.cancelRun(result.cancel);
+      return this.cancelRun(result.cancel, result.aborted);
     }
     if (result.failures.length > 0) {
-      await rollback(this, result.failures);
+      // Steps that stopped for the cancel are compensated in the rollback too (their bodies started).
+      await rollback(this, [...result.failures, ...result.aborted.map((a) => a.failed)]);
     } else if (result.halt) {
       state.status = 'halted';
       state.halt = { step: result.halt.step.name, reason: result.halt.reason, details: result.halt.details };
@@ -279,9 +295,16 @@ export class RunExecution extends RunScope implements NestedExecution {
     this.trace({ type: 'pause', step: first, detail: `waiting for ${waiting.join(', ') || first}` });
   }
 
-  /** Cancel the run at a step boundary: undo its completed steps, newest first; it ends `cancelled`. */
-  private async cancelRun(reason: string): Promise<RunOutcome> {
-    await this.startCancellation(reason);
+  /**
+   * Cancel the run at a step boundary: compensate the steps that stopped for the cancel (their
+   * bodies started), undo its completed steps, newest first; it ends `cancelled`.
+   */
+  private async cancelRun(reason: string, aborted: CancelAborted[] = []): Promise<RunOutcome> {
+    for (const a of aborted) this.liveErrors.set(a.step.name, a.failed.error);
+    await this.startCancellation(
+      reason,
+      aborted.map((a) => ({ step: a.step.name, args: a.failed.args, message: a.failed.failure.errorMessage })),
+    );
     await finishRollback(this);
     return this.finish();
   }
@@ -290,7 +313,10 @@ export class RunExecution extends RunScope implements NestedExecution {
    * Turn the run into a rollback that ends `cancelled` with `reason` (undo, cancel), and save it:
    * a pending hand-off or scheduled retry no longer applies.
    */
-  private async startCancellation(reason: string): Promise<void> {
+  private async startCancellation(
+    reason: string,
+    aborted: NonNullable<RunState['rollback']>['compensate'] = [],
+  ): Promise<void> {
     const { state } = this;
     delete state.handoff;
     delete state.retryAt;
@@ -300,14 +326,15 @@ export class RunExecution extends RunScope implements NestedExecution {
     const compensate = Object.entries(state.children)
       .filter(([step, child]) => child.status === 'paused' && !state.completed.includes(step))
       .map(([step]) => ({ step, args: {}, message: reason }));
-    state.rollback = { target: 'cancelled', compensate, failures: [] };
+    state.rollback = { target: 'cancelled', compensate: [...compensate, ...aborted], failures: [] };
     state.cancellation = { reason, rollbackFailures: [] };
     await this.save();
   }
 
   /** The cancel request stored with this (top-level) run, as its last checkpoint or load found it. */
   private cancelRequested(): string | undefined {
-    return this.root ? this.env.storage.cancelRequest?.(this.state) : undefined;
+    if (!this.root) return undefined;
+    return this.env.storage.cancelRequest?.(this.state) ?? this.env.abort?.cancelReason;
   }
 
   /**
@@ -355,12 +382,15 @@ export class RunExecution extends RunScope implements NestedExecution {
     last?: Extract<StepResult, { kind: 'success' | 'skipped' }>;
     /** A cancel request's reason: no step was started after it was seen. */
     cancel?: string;
+    /** Steps that stopped because their signal was aborted for the cancel. */
+    aborted: CancelAborted[];
   }> {
     const { def, state } = this;
     const finished = new Set(state.completed);
     const ready = new ReadySteps(def.steps, finished);
     const running = new Map<string, Promise<StepResult>>();
     const failures: StepFailed[] = [];
+    const aborted: CancelAborted[] = [];
     let halt: Extract<StepResult, { kind: 'halt' }> | undefined;
     let handoff: Handoff | undefined;
     let last: Extract<StepResult, { kind: 'success' | 'skipped' }> | undefined;
@@ -396,7 +426,8 @@ export class RunExecution extends RunScope implements NestedExecution {
     };
 
     for (;;) {
-      const stopping = failures.length > 0 || halt !== undefined || handoff !== undefined;
+      const stopping =
+        failures.length > 0 || halt !== undefined || handoff !== undefined || this.env.abort?.stopCause !== undefined;
       if (!stopping) {
         if (sequential) {
           if (running.size === 0) {
@@ -439,6 +470,8 @@ export class RunExecution extends RunScope implements NestedExecution {
           }
           // The last step needs no checkpoint of its own: the final save follows at once.
           if (running.size === 0 && finished.size === def.steps.length) break;
+          // A worker that lost the run's lease writes nothing more (its steps in flight settle first).
+          if (this.env.abort?.stopCause === 'lease-lost') break;
           try {
             await this.checkpoint();
             cancel ??= this.cancelRequested();
@@ -458,6 +491,13 @@ export class RunExecution extends RunScope implements NestedExecution {
           break;
         case 'failure':
           failures.push(settled);
+          break;
+        case 'aborted':
+          // A shutdown or a lost lease stops the execution once nothing runs (below).
+          if (settled.cause === 'cancel') {
+            aborted.push(settled);
+            cancel ??= settled.reason.cancelReason ?? this.cancelRequested() ?? 'cancelled';
+          }
           break;
         case 'retry':
           handoff = handoff ?? { mode: { mode: 'all', step: settled.step.name }, delayMs: settled.delayMs };
@@ -482,18 +522,22 @@ export class RunExecution extends RunScope implements NestedExecution {
       // A sequential pass ends at the first terminal outcome.
       if (sequential && (failures.length > 0 || halt || handoff)) wave = [];
     }
+    // Told to stop (shutdown past its grace, lost lease): nothing more is started, rolled back or
+    // written. A run whose steps all finished anyway (they ignored their signals) completes, unless
+    // its lease is lost.
+    if (finished.size < def.steps.length || this.env.abort?.stopCause === 'lease-lost') this.throwIfStopped();
     // Units finish on their own: the run waits for them before it pauses at an interrupt.
     if (units.length > 0 && failures.length === 0 && !halt && !handoff) {
       handoff = { mode: { mode: 'async', step: units[0].name }, delayMs: -1 };
     } else if (paused.length > 0 && failures.length === 0 && !halt && !handoff) {
       handoff = { mode: { mode: 'interrupt', step: paused[0].name }, delayMs: -1 };
     }
-    if (cancel !== undefined) return { failures, halt, handoff, last, cancel };
+    if (cancel !== undefined) return { failures, halt, handoff, last, cancel, aborted };
     if (failures.length === 0 && !halt && !handoff && finished.size < def.steps.length) {
       // Unreachable for a validated definition; guards against a corrupt resumed state.
       throw new InternalError(`Reactor '${def.name}': no ready steps but the run is not complete.`);
     }
-    return { failures, halt, handoff, last };
+    return { failures, halt, handoff, last, aborted };
   }
 
   /** Save a mid-run checkpoint, coalesced by `checkpointMinIntervalMs`. */

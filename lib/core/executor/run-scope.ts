@@ -17,6 +17,8 @@ import type { AsyncUnitHost, ChildSaving, InterruptHost, StepScope } from '../st
 import { stepKindOf } from '../steps';
 import { isTerminal } from '../model/run-state';
 import type { ExecutionEnv, Saver } from './execution-env';
+import { ExecutionStopped, NEVER_ABORTED } from './execution-abort';
+import type { StepAbortedError, StepAbortSite } from '../errors/step-aborted.error';
 
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
 /** An event as an execution emits it: the run's id, reactor and time are added. */
@@ -130,7 +132,40 @@ export abstract class RunScope implements StepScope {
   }
 
   context(step: StepDefinition, attempt = this.state.attempts[step.name] ?? 1): StepContext {
-    return { runId: this.state.runId, reactorName: this.def.name, stepName: step.name, attempt };
+    const signal = this.signals.get(step.name) ?? NEVER_ABORTED;
+    return { runId: this.state.runId, reactorName: this.def.name, stepName: step.name, attempt, signal };
+  }
+
+  /** The signal of each step whose callback (body, compensate or undo) runs now. */
+  private readonly signals = new Map<string, AbortSignal>();
+
+  /**
+   * Run `fn` (one attempt of `step`'s body, or one of its rollback callbacks) with a signal of its
+   * own, which {@link context} hands to the step; returns what `fn` returned and whether the signal
+   * was aborted by the time it did.
+   */
+  async withSignal<T>(
+    step: StepDefinition,
+    phase: StepAbortSite['phase'],
+    fn: () => Promise<T>,
+  ): Promise<{ value: T; abortedBy?: StepAbortedError }> {
+    const abort = this.env.abort;
+    if (!abort) return { value: await fn() };
+    const open = abort.openSignal({ runId: this.state.runId, reactorName: this.def.name, stepName: step.name, phase });
+    this.signals.set(step.name, open.signal);
+    try {
+      const value = await fn();
+      return open.signal.aborted ? { value, abortedBy: open.signal.reason as StepAbortedError } : { value };
+    } finally {
+      open.close();
+      if (this.signals.get(step.name) === open.signal) this.signals.delete(step.name);
+    }
+  }
+
+  /** Throw {@link ExecutionStopped} when the execution was told to stop (shutdown past its grace, lost lease). */
+  throwIfStopped(): void {
+    const cause = this.env.abort?.stopCause;
+    if (cause) throw new ExecutionStopped(cause);
   }
 
   resolveArgs(step: StepDefinition): Record<string, unknown> {

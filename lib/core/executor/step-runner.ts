@@ -13,7 +13,9 @@ import { ReactorError } from '../errors/reactor.error';
 import { ContextTooLargeError } from '../errors/run-state.error';
 import { describeError, errorMessage, runFailure, type RunFailure } from '../model/failure';
 import { NestedFailure } from '../results/nested-failure';
-import { Failure, Halt, Skipped, Success } from '../results/step-outcome';
+import { Failure, Halt, Skipped, Success, type StepOutcome } from '../results/step-outcome';
+import type { StepAbortedError } from '../errors/step-aborted.error';
+import { ExecutionStopped } from './execution-abort';
 import { Suspended } from '../results/suspension';
 import { stepKindOf } from '../steps';
 import { ReactorTraceAttributes, ReactorTraceEvents, type TraceSpan } from '../tracing/tracing';
@@ -26,7 +28,18 @@ export type StepResult =
   | { kind: 'halt'; step: StepDefinition; reason: string; details?: unknown }
   | StepFailed
   | { kind: 'retry'; step: StepDefinition; delayMs: number }
-  | { kind: 'wait'; step: StepDefinition; mode: Suspended['mode'] };
+  | { kind: 'wait'; step: StepDefinition; mode: Suspended['mode'] }
+  | StepAborted;
+
+/**
+ * A step that stopped because its signal was aborted (it threw, or returned a failure, after the
+ * abort), or whose nested execution was told to stop. `cancel`: `failed` is its failure record, to
+ * compensate it in the cancellation (its body started); `shutdown` and `lease-lost` stop the
+ * execution, which records nothing of it.
+ */
+export type StepAborted =
+  | { kind: 'aborted'; cause: 'cancel'; step: StepDefinition; reason: StepAbortedError; failed: StepFailed }
+  | { kind: 'aborted'; cause: 'shutdown' | 'lease-lost'; step: StepDefinition };
 
 /** A step that failed: its failure record, the error as thrown, and whether to compensate it. */
 export interface StepFailed {
@@ -173,7 +186,28 @@ async function attempts(
           : // A retry runs with the arguments the first attempt's entry shows.
             { type: 'run', step: step.name, attempt },
     );
-    let outcome = await kind.invoke(scope, step, args, attempt);
+    let invoked: { value: StepOutcome<unknown> | Suspended; abortedBy?: StepAbortedError };
+    try {
+      invoked = await scope.withSignal(step, 'run', () => kind.invoke(scope, step, args, attempt));
+    } catch (error) {
+      // A nested execution (a composed child, an inline map's element) was told to stop.
+      if (error instanceof ExecutionStopped) return { kind: 'aborted', cause: error.stopCause, step };
+      throw error;
+    }
+    let outcome = invoked.value;
+    const { abortedBy } = invoked;
+    if (abortedBy && outcome instanceof Failure) {
+      // The step stopped because of its signal: never retried.
+      if (abortedBy.abortCause !== 'cancel') return { kind: 'aborted', cause: abortedBy.abortCause, step };
+      const failed = stepFailed(scope, step, outcome.error, args, {
+        compensate: !(outcome instanceof NestedFailure) || outcome.compensate,
+        attempts: attempt,
+        retryable: false,
+      });
+      // Only the top-level run cancels; inside a composed child the step fails, and the child
+      // rolls itself back as a failing child does (its parent's step is aborted too, and cancels).
+      return scope.root ? { kind: 'aborted', cause: 'cancel', step, reason: abortedBy, failed } : failed;
+    }
 
     if ((outcome instanceof Success || outcome instanceof Skipped) && step.output) {
       const fieldErrors = await validateContract(step.output, outcome.value);

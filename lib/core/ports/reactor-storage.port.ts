@@ -114,6 +114,14 @@ export interface ReactorStorage {
    */
   cancelRequest?(state: RunState): string | undefined;
   /**
+   * Extend the lease of an executing run for `ttlMs` (as `LockManager.extend`, only for the holder
+   * of `lease.token`) and read the run's cancel request, in one round trip: the lease keeper's
+   * periodic extension is how an execution learns of a cancel asked in another process while a
+   * step runs (to abort its signal). `held: false` when the lease was lost. Optional: without it
+   * the engine extends through the `LockManager` and learns of cancels at checkpoints only.
+   */
+  extendRunLease?(runId: string, lease: Lease, ttlMs: number): Promise<{ held: boolean; cancel?: string }>;
+  /**
    * Take the run's lease (`lease.key` is `run:<runId>`, `lease.token` the caller's random token)
    * for `ttlMs` and, if taken, read the run: lock, then load, in one round trip. Not acquired
    * means another process holds the run. Throws `CorruptRecordError` (after acquiring) for a

@@ -95,6 +95,15 @@ export class MemoryReactorStorage implements ReactorStorage {
     this.sealer = new Sealer(options.inputCipher);
     this.encryptsInputs = this.sealer.available;
     this.clock = options.clock ?? options.locks?.clock ?? systemClock;
+    const locks = options.locks;
+    if (locks) {
+      this.extendRunLease = async (runId, lease, ttlMs) => {
+        if (!locks.refresh(lease, ttlMs)) return { held: false };
+        const stored = this.runs.get(runId);
+        const cancel = stored && !stored.terminal ? stored.cancel : undefined;
+        return cancel !== undefined ? { held: true, cancel } : { held: true };
+      };
+    }
   }
 
   /**
@@ -129,6 +138,13 @@ export class MemoryReactorStorage implements ReactorStorage {
   cancelRequest(state: RunState): string | undefined {
     return this.cancels.get(state);
   }
+
+  /**
+   * Extend a run's lease in the shared lease table and read its cancel request. Only when this
+   * storage shares the lock manager's leases (`locks` given); otherwise the engine extends through
+   * its lock manager.
+   */
+  readonly extendRunLease?: (runId: string, lease: Lease, ttlMs: number) => Promise<{ held: boolean; cancel?: string }>;
 
   async listRuns(query: ListRunsQuery): Promise<{ runs: RunSummary[]; next?: RunPosition }> {
     const ordered = [...(this.byReactor.get(query.reactorName) ?? [])]

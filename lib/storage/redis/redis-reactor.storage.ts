@@ -236,6 +236,21 @@ export class RedisReactorStorage implements ReactorStorage {
     throw new CorruptRecordError(`Stored record of run '${runId}' has no 'state' field.`, runId);
   }
 
+  /** Extend a run's lease and read its cancel request, in one round trip (`extendRunLease-2.lua`). */
+  async extendRunLease(runId: string, lease: Lease, ttlMs: number): Promise<{ held: boolean; cancel?: string }> {
+    const ttl = normalizeTtlMs(ttlMs, 'ttlMs');
+    const reply = (await runScript(
+      this.redis,
+      'extendRunLease',
+      [this.keys.physicalLeaseKey(lease.key), this.keys.runKey(runId)],
+      [lease.token, ttl],
+    ).catch((error: unknown) => wrongType(runId, error))) as number | [number, string?];
+    if (typeof reply === 'number')
+      throw storageError(reply, { runId, operation: 'extendRunLease (extendRunLease-2.lua)' });
+    if (reply[0] !== 1) return { held: false };
+    return reply[1] !== undefined ? { held: true, cancel: reply[1] } : { held: true };
+  }
+
   /** Lock, then load, in one round trip (`acquireAndLoad-2.lua`). */
   async acquireAndLoad(runId: string, lease: Lease, ttlMs: number): Promise<ClaimResult> {
     const ttl = normalizeTtlMs(ttlMs, 'ttlMs');

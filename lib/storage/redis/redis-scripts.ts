@@ -19,6 +19,7 @@ export const SCRIPT_FILES = {
   markBroken: 'markBroken-2.lua',
   forgetIfMissing: 'forgetIfMissing-2.lua',
   extendLease: 'extendLease-1.lua',
+  extendRunLease: 'extendRunLease-2.lua',
   releaseLease: 'releaseLease-1.lua',
   acquireAndLoad: 'acquireAndLoad-2.lua',
   requestCancel: 'requestCancel-1.lua',
