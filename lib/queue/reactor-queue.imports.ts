@@ -50,7 +50,13 @@ export function reactorQueueImports(optionsModule: DynamicModule): DynamicModule
       // NOTE: global because @nestjs/bullmq resolves the configuration from its own queue module.
       global: true,
       imports: [optionsModule],
-      providers: [{ provide: configToken, useFactory: (options: ResolvedReactorModuleOptions) => bullMqQueueOptions(options), inject: [REACTOR_OPTIONS] }],
+      providers: [
+        {
+          provide: configToken,
+          useFactory: (options: ResolvedReactorModuleOptions) => bullMqQueueOptions(options),
+          inject: [REACTOR_OPTIONS],
+        },
+      ],
       exports: [configToken],
     },
     BullModule.registerQueue({ name: REACTOR_QUEUE_NAME, configKey: REACTOR_BULL_CONFIG_KEY }),

@@ -28,7 +28,7 @@ const clients: Redis[] = [];
 
 beforeAll(() => {
   redis = createTestRedis();
-  keys = new RedisKeys({ prefix: filePrefix });
+  keys = new RedisKeys({ prefix: filePrefix, shards: 16 });
   maps = new RedisMapStore(redis, { keys });
 });
 afterAll(async () => {

@@ -26,7 +26,7 @@ const clients: Redis[] = [];
 
 beforeAll(() => {
   redis = createTestRedis();
-  keys = new RedisKeys({ prefix: filePrefix });
+  keys = new RedisKeys({ prefix: filePrefix, shards: 16 });
   storage = new RedisReactorStorage(redis, { keys });
   locks = new RedisLockManager(redis, { keys });
 });
