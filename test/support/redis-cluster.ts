@@ -222,3 +222,107 @@ function watchdog(pids: readonly number[]): void {
     // no `sh`: stop() still stops the nodes on a normal exit
   }
 }
+
+/** A single-node client of `node` (the caller disconnects it). */
+function nodeClient(node: ClusterNodeAddress): Redis {
+  return new Redis({ host: node.host, port: node.port, maxRetriesPerRequest: 1 });
+}
+
+/** The master serving each slot range, from `CLUSTER SLOTS` on `node`. */
+export async function slotOwners(
+  node: ClusterNodeAddress,
+): Promise<Array<{ from: number; to: number; master: ClusterNodeAddress; id: string }>> {
+  const client = nodeClient(node);
+  try {
+    const slots = (await client.call('CLUSTER', 'SLOTS')) as Array<[number, number, [string, number, string]]>;
+    return slots.map(([from, to, [host, port, id]]) => ({ from, to, master: { host, port }, id }));
+  } finally {
+    client.disconnect();
+  }
+}
+
+/** The master serving `slot`, by `CLUSTER SLOTS` on `node`. */
+export async function ownerOfSlot(
+  node: ClusterNodeAddress,
+  slot: number,
+): Promise<ClusterNodeAddress & { id: string }> {
+  const owner = (await slotOwners(node)).find((range) => slot >= range.from && slot <= range.to);
+  if (!owner) throw new Error(`slot ${slot} has no owner`);
+  return { ...owner.master, id: owner.id };
+}
+
+/** `CLUSTER KEYSLOT key`. */
+export async function keySlotOf(node: ClusterNodeAddress, key: string): Promise<number> {
+  const client = nodeClient(node);
+  try {
+    return Number(await client.call('CLUSTER', 'KEYSLOT', key));
+  } finally {
+    client.disconnect();
+  }
+}
+
+/** Options of {@link moveSlot}. */
+export interface MoveSlotOptions {
+  /**
+   * Called once half of the slot's keys are on the target (the slot MIGRATING on the source,
+   * IMPORTING on the target): multi-key commands on keys split between the two get `TRYAGAIN`,
+   * commands on keys already moved get `ASK`. The move goes on when it resolves.
+   */
+  midway?: () => Promise<void>;
+  /** Keys per MIGRATE. @default 20 */
+  batch?: number;
+}
+
+/**
+ * Move `slot` from its master to `target` (a master of the cluster `masters`), the way
+ * `redis-cli --cluster reshard` does: SETSLOT IMPORTING on the target, SETSLOT MIGRATING on the
+ * source, MIGRATE its keys in batches (until none are left: clients may still write keys that
+ * exist on the source), then SETSLOT NODE on the target, the source and every other master.
+ * Returns the number of keys moved (0 when the slot is already on `target`).
+ */
+export async function moveSlot(
+  masters: readonly ClusterNodeAddress[],
+  slot: number,
+  target: ClusterNodeAddress,
+  options: MoveSlotOptions = {},
+): Promise<number> {
+  const batch = options.batch ?? 20;
+  const source = await ownerOfSlot(target, slot);
+  if (source.port === target.port && source.host === target.host) return 0;
+  const clients = new Map(masters.map((node) => [node.port, nodeClient(node)]));
+  const client = (node: ClusterNodeAddress) => {
+    const found = clients.get(node.port);
+    if (!found) throw new Error(`moveSlot: ${node.host}:${node.port} is not one of the masters given`);
+    return found;
+  };
+  try {
+    const targetId = String(await client(target).call('CLUSTER', 'MYID'));
+    await client(target).call('CLUSTER', 'SETSLOT', slot, 'IMPORTING', source.id);
+    await client(source).call('CLUSTER', 'SETSLOT', slot, 'MIGRATING', targetId);
+    let moved = 0;
+    const migrate = async (limit: number): Promise<number> => {
+      const keys = (await client(source).call('CLUSTER', 'GETKEYSINSLOT', slot, limit)) as string[];
+      if (keys.length === 0) return 0;
+      await client(source).call('MIGRATE', target.host, target.port, '', 0, 5000, 'KEYS', ...keys);
+      moved += keys.length;
+      return keys.length;
+    };
+    const count = Number(await client(source).call('CLUSTER', 'COUNTKEYSINSLOT', slot));
+    for (let left = Math.floor(count / 2); left > 0;) {
+      const done = await migrate(Math.min(batch, left));
+      if (done === 0) break;
+      left -= done;
+    }
+    await options.midway?.();
+    while ((await migrate(batch)) > 0);
+    await client(target).call('CLUSTER', 'SETSLOT', slot, 'NODE', targetId);
+    await client(source).call('CLUSTER', 'SETSLOT', slot, 'NODE', targetId);
+    for (const node of masters) {
+      if (node.port === target.port || node.port === source.port) continue;
+      await client(node).call('CLUSTER', 'SETSLOT', slot, 'NODE', targetId);
+    }
+    return moved;
+  } finally {
+    for (const c of clients.values()) c.disconnect();
+  }
+}
