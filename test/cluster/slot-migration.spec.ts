@@ -12,17 +12,10 @@
  * and this test's runs stall). No sweeper runs: nothing may be lost for it to recover, and no
  * worker crashes, so every step must execute exactly once.
  */
-import { Injectable } from '@nestjs/common';
 import { Test, type TestingModule } from '@nestjs/testing';
 import type { Cluster } from 'ioredis';
-import type { ReactorBuilder } from '../../lib/core/definition/builder';
-import type { ReactorBlueprint } from '../../lib/core/definition/reactor-blueprint';
-import type { StepContext } from '../../lib/core/definition/step';
-import { success } from '../../lib/core/results/step-outcome';
 import { ReactorClient } from '../../lib/nest/reactor.client';
-import { Reactor } from '../../lib/nest/reactor.decorator';
 import { ReactorModule } from '../../lib/nest/reactor.module';
-import { Step } from '../../lib/nest/step.decorator';
 import { bullMqPrefix } from '../../lib/queue/queue.constants';
 import { RedisKeys } from '../../lib/storage/redis/redis.keys';
 import { CapturingLogger } from '../nest/fixtures';
@@ -37,68 +30,8 @@ import {
   type ClusterNodeAddress,
   type PrivateRedisCluster,
 } from '../support/redis-cluster';
+import { CLUSTER_PROVIDERS, Executions, Hold, MoveReactor, notExactlyOnce } from './cluster.fixtures';
 
-/** Executions of each step of each run, in this process. */
-@Injectable()
-class Executions {
-  readonly counts = new Map<string, number>();
-  add(runId: string, step: string): void {
-    const key = `${runId}:${step}`;
-    this.counts.set(key, (this.counts.get(key) ?? 0) + 1);
-  }
-}
-
-/** Holds every run in step `hold` until the test opens it; counts the runs waiting there. */
-@Injectable()
-class Hold {
-  waiting = 0;
-  private opened = false;
-  private waiters: Array<() => void> = [];
-  pass(): Promise<void> {
-    this.waiting++;
-    if (this.opened) return Promise.resolve();
-    return new Promise((resolve) => this.waiters.push(resolve));
-  }
-  open(): void {
-    this.opened = true;
-    for (const waiter of this.waiters.splice(0)) waiter();
-  }
-}
-
-@Step('cluster-count')
-class CountStep {
-  constructor(private readonly executions: Executions) {}
-  run({ at }: { at: number }, ctx: StepContext) {
-    this.executions.add(ctx.runId, ctx.stepName);
-    return success(at);
-  }
-}
-
-@Step('cluster-hold')
-class HoldStep {
-  constructor(
-    private readonly executions: Executions,
-    private readonly hold: Hold,
-  ) {}
-  async run(_args: object, ctx: StepContext) {
-    this.executions.add(ctx.runId, ctx.stepName);
-    await this.hold.pass();
-    return success('held');
-  }
-}
-
-/** s1, `hold` (waits for the test), s3, s4: every step its own job in the worker. */
-@Reactor('cluster-move', { background: { all: true } })
-class MoveReactor implements ReactorBlueprint<object> {
-  build(r: ReactorBuilder<object>) {
-    const s1 = r.step('s1', CountStep, { at: r.value(1) });
-    const hold = r.step('hold', HoldStep, {}, { waitFor: [s1] });
-    const s3 = r.step('s3', CountStep, { at: r.value(3) }, { waitFor: [hold] });
-    return r.step('s4', CountStep, { at: r.value(4) }, { waitFor: [s3] });
-  }
-}
-
-const STEPS = ['s1', 'hold', 's3', 's4'];
 /** Runs in the shard whose slot moves, and runs anywhere. */
 const IN_MOVED_SHARD = 20;
 const ANYWHERE = 20;
@@ -119,7 +52,7 @@ describe('a Redis Cluster slot move while runs execute', () => {
         // Every run waits in `hold` at once, so the worker takes them all.
         ReactorModule.forRoot({ redis: { connection }, prefix, sweeper: { enabled: false }, workerConcurrency: 64 }),
       ],
-      providers: [Executions, Hold, CountStep, HoldStep, MoveReactor],
+      providers: CLUSTER_PROVIDERS,
     })
       .setLogger(new CapturingLogger())
       .compile();
@@ -188,11 +121,7 @@ describe('a Redis Cluster slot move while runs execute', () => {
 
     const outcomes = await Promise.all(runIds.map((runId) => client.wait(runId, { timeoutMs: 30_000 })));
     expect(outcomes.map((outcome) => outcome.status)).toEqual(runIds.map(() => 'completed'));
-    const notOnce = runIds.flatMap((runId) =>
-      STEPS.map((step) => [`${runId}:${step}`, executions.counts.get(`${runId}:${step}`) ?? 0] as const).filter(
-        ([, count]) => count !== 1,
-      ),
-    );
+    const notOnce = notExactlyOnce(executions, runIds);
     expect(notOnce).toEqual([]);
   }, 90_000);
 });
