@@ -15,6 +15,8 @@ module.exports = {
   testEnvironment: 'node',
   roots: ['<rootDir>/test'],
   testMatch: ['**/*.spec.ts'],
+  // test/cluster starts Redis Clusters of its own: it runs in `npm run test:cluster` (jest.cluster.config.js).
+  testPathIgnorePatterns: ['/node_modules/', '<rootDir>/test/cluster/'],
   transform: {
     '^.+\\.ts$': ['ts-jest', { tsconfig: { isolatedModules: true } }],
   },

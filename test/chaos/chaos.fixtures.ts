@@ -26,13 +26,15 @@ import type { StepContext, StepHandler } from '../../lib/core/definition/step';
 import { failure, success, type StepOutcome } from '../../lib/core/results/step-outcome';
 import { Reactor } from '../../lib/nest/reactor.decorator';
 import { Step } from '../../lib/nest/step.decorator';
+import { CLUSTER_NODES_ENV, createTestRedis } from '../setup/redis';
 
 /** Injection token of the {@link ChaosConfig}. */
 export const CHAOS_CONFIG = 'CHAOS_CONFIG';
 
 /** How the chaos steps of one process behave. */
 export interface ChaosConfig {
-  redisUrl: string;
+  /** The single-node Redis; unset in the cluster run (REDIS_CLUSTER_NODES is used instead). */
+  redisUrl?: string;
   /** Key prefix of the test file (also the ReactorModule prefix). */
   prefix: string;
   crashAtStep?: string;
@@ -48,52 +50,58 @@ export const CHAIN_STEPS = ['s1', 's2', 's3', 's4', 's5', 's6'] as const;
 /** Upper bound of every wait inside a step, so that a broken test never leaves a process hanging. */
 const STEP_WAIT_LIMIT_MS = 20_000;
 
-/** The Redis keys the probe writes and the tests read (all under the test file's prefix). */
+/**
+ * The Redis keys the probe writes and the tests read (all under the test file's prefix, and all in
+ * one Redis Cluster slot, `{chaos}`, so the probe's MULTI and the tests' MGET work on a cluster).
+ */
 export class ChaosKeys {
-  constructor(readonly prefix: string) {}
+  readonly base: string;
+  constructor(readonly prefix: string) {
+    this.base = `${prefix}{chaos}:`;
+  }
   /** Executions of `step` in run `runId` (INCR). */
   ran(runId: string, step: string): string {
-    return `${this.prefix}chaos:ran:${runId}:${step}`;
+    return `${this.base}ran:${runId}:${step}`;
   }
   /** Every execution of run `runId`, in order (RPUSH of step names). */
   log(runId: string): string {
-    return `${this.prefix}chaos:log:${runId}`;
+    return `${this.base}log:${runId}`;
   }
   /** Set when a step that crashes, blocks or waits at a gate is inside its body. */
   inside(runId: string, step: string): string {
-    return `${this.prefix}chaos:inside:${runId}:${step}`;
+    return `${this.base}inside:${runId}:${step}`;
   }
   /** Set by the test to let a step waiting at its gate go on. */
   open(runId: string, step: string): string {
-    return `${this.prefix}chaos:open:${runId}:${step}`;
+    return `${this.base}open:${runId}:${step}`;
   }
   /** Set once a step has blocked (a step blocks once per run). */
   blocked(runId: string, step: string): string {
-    return `${this.prefix}chaos:blocked:${runId}:${step}`;
+    return `${this.base}blocked:${runId}:${step}`;
   }
   /** Executions of one map element (INCR), by the element's run id (`<mapId>#<index>`). */
   element(elementRunId: string): string {
-    return `${this.prefix}chaos:el:${elementRunId}`;
+    return `${this.base}el:${elementRunId}`;
   }
   /** Indices of the elements of map `mapId` hanging inside their step (SET). */
   elementsInside(mapId: string): string {
-    return `${this.prefix}chaos:elements-inside:${mapId}`;
+    return `${this.base}elements-inside:${mapId}`;
   }
   /** The pid of the process inside the body of `step` of run `runId` (storm test). */
   running(runId: string, step: string): string {
-    return `${this.prefix}chaos:running:${runId}:${step}`;
+    return `${this.base}running:${runId}:${step}`;
   }
   /** Two live processes inside the same step body at once (storm test; RPUSH). */
   violations(): string {
-    return `${this.prefix}chaos:violations`;
+    return `${this.base}violations`;
   }
   /** Undos of run `runId`, in order (RPUSH of step names). */
   undone(runId: string): string {
-    return `${this.prefix}chaos:undone:${runId}`;
+    return `${this.base}undone:${runId}`;
   }
   /** Set by a worker process once it is bootstrapped. */
   ready(workerId: string): string {
-    return `${this.prefix}chaos:ready:${workerId}`;
+    return `${this.base}ready:${workerId}`;
   }
 }
 
@@ -105,7 +113,7 @@ export function chaosConfigFromEnv(env: NodeJS.ProcessEnv = process.env): ChaosC
     return value;
   };
   return {
-    redisUrl: required('REDIS_URL'),
+    redisUrl: env[CLUSTER_NODES_ENV] ? undefined : required('REDIS_URL'),
     prefix: required('CHAOS_PREFIX'),
     crashAtStep: env.CRASH_AT_STEP || undefined,
     crashFromElement: env.CRASH_FROM_ELEMENT ? Number(env.CRASH_FROM_ELEMENT) : undefined,
@@ -123,7 +131,9 @@ export class ChaosProbe implements OnModuleDestroy {
 
   constructor(@Inject(CHAOS_CONFIG) readonly config: ChaosConfig) {
     this.keys = new ChaosKeys(config.prefix);
-    this.redis = new Redis(config.redisUrl, { connectionName: 'chaos-probe' });
+    this.redis = config.redisUrl
+      ? new Redis(config.redisUrl, { connectionName: 'chaos-probe' })
+      : createTestRedis({ connectionName: 'chaos-probe' });
   }
 
   /** Count one execution of `step` in run `runId`. */
@@ -456,24 +466,27 @@ export function coordinationChaosConfigFromEnv(env: NodeJS.ProcessEnv = process.
   return { crashAtSeq };
 }
 
-/** The Redis keys of the coordination chaos tests (under the test's prefix). */
+/** The Redis keys of the coordination chaos tests (under the test's prefix, in the `{chaos}` slot). */
 export class CoordinationKeys {
-  constructor(readonly prefix: string) {}
+  readonly base: string;
+  constructor(readonly prefix: string) {
+    this.base = `${prefix}{chaos}:`;
+  }
   /** Steps of `chaos-sem` inside their body right now, across every process (INCR / DECR). */
   inFlight(): string {
-    return `${this.prefix}chaos:coord:in-flight`;
+    return `${this.base}coord:in-flight`;
   }
   /** The highest value `inFlight` ever reached. */
   maxInFlight(): string {
-    return `${this.prefix}chaos:coord:max-in-flight`;
+    return `${this.base}coord:max-in-flight`;
   }
   /** How many `chaos-sem` steps each process ran (HASH: pid -> count). */
   executedBy(): string {
-    return `${this.prefix}chaos:coord:executed-by`;
+    return `${this.base}coord:executed-by`;
   }
   /** The sequence numbers the runs of `chaos-ledger` applied, in the order they applied (RPUSH). */
   ledger(): string {
-    return `${this.prefix}chaos:coord:ledger`;
+    return `${this.base}coord:ledger`;
   }
 }
 

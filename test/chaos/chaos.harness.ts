@@ -13,7 +13,7 @@ import { ReactorClient } from '../../lib/nest/reactor.client';
 import { ReactorModule } from '../../lib/nest/reactor.module';
 import type { RedisReactorRuntime } from '../../lib/runtime/redis.runtime';
 import { CapturingLogger } from '../nest/fixtures';
-import { redisUrl } from '../setup/redis';
+import { onCluster, reactorRedisOption, redisUrl } from '../setup/redis';
 import { ChaosFixturesModule, ChaosKeys, type ChaosConfig } from './chaos.fixtures';
 
 const ROOT = resolve(__dirname, '..', '..');
@@ -70,7 +70,8 @@ export class WorkerProcess {
       cwd: ROOT,
       env: {
         ...process.env,
-        REDIS_URL: redisUrl(),
+        // In the cluster run the child reads REDIS_CLUSTER_NODES (inherited) instead.
+        ...(onCluster() ? {} : { REDIS_URL: redisUrl() }),
         CHAOS_PREFIX: prefix,
         WORKER_ID: name,
         NO_COLOR: '1',
@@ -144,7 +145,8 @@ export interface ChaosApp {
 
 /**
  * A Nest app in the test process on `prefix` with the chaos fixtures: producer-only
- * (`workers: false`) and without a scheduled sweeper unless `options` say otherwise.
+ * (`workers: false`) and without a scheduled sweeper unless `options` say otherwise. In the
+ * cluster run it is on a Cluster connection that `app.close()` closes after the app.
  */
 export async function createChaosApp(
   prefix: string,
@@ -152,22 +154,38 @@ export async function createChaosApp(
   extra: { config?: Partial<ChaosConfig>; providers?: Provider[] } = {},
 ): Promise<ChaosApp> {
   const logger = new CapturingLogger();
-  const app = await Test.createTestingModule({
-    imports: [
-      ReactorModule.forRoot({
-        redis: { url: redisUrl() },
-        prefix,
-        workers: false,
-        sweeper: { enabled: false },
-        ...options,
-      }),
-      ChaosFixturesModule.forRoot({ redisUrl: redisUrl(), prefix, ...extra.config }),
-    ],
-    providers: extra.providers ?? [],
-  })
-    .setLogger(logger)
-    .compile();
-  await app.init();
+  const connection = reactorRedisOption();
+  let app: TestingModule;
+  try {
+    app = await Test.createTestingModule({
+      imports: [
+        ReactorModule.forRoot({
+          redis: connection.redis,
+          prefix,
+          workers: false,
+          sweeper: { enabled: false },
+          ...options,
+        }),
+        ChaosFixturesModule.forRoot({ redisUrl: onCluster() ? undefined : redisUrl(), prefix, ...extra.config }),
+      ],
+      providers: extra.providers ?? [],
+    })
+      .setLogger(logger)
+      .compile();
+    // In the cluster run the Cluster connection is the app's: closed after it.
+    const close = app.close.bind(app);
+    app.close = async () => {
+      try {
+        await close();
+      } finally {
+        await connection.close();
+      }
+    };
+    await app.init();
+  } catch (error) {
+    await connection.close();
+    throw error;
+  }
   return {
     app,
     client: app.get(ReactorClient),

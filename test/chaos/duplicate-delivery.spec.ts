@@ -9,7 +9,7 @@ import { elementRunId, mapIdOf } from '../../lib/core/model/keys';
 import type { MapResults } from '../../lib/core/map/map-results';
 import type { ReactorJob } from '../../lib/core/ports/job-dispatcher.port';
 import { bullMqPrefix, REACTOR_QUEUE_NAME } from '../../lib/queue/queue.constants';
-import { cleanupPrefix, createTestRedis, redisUrl, uniquePrefix } from '../setup/redis';
+import { bullMqConnection, cleanupPrefix, createTestRedis, uniquePrefix } from '../setup/redis';
 import { quitAndWait } from '../e2e/e2e.fixtures';
 import { CHAIN_STEPS, ChaosChainReactor, ChaosMapReactor, mapItems } from './chaos.fixtures';
 import { createChaosApp, waitFor, type ChaosApp } from './chaos.harness';
@@ -20,6 +20,8 @@ describe('chaos: duplicate delivery of a run (Redis, BullMQ)', () => {
   let producer: ChaosApp;
   let worker: ChaosApp | undefined;
   let doubler: Worker | undefined;
+  /** The doubler's connection (a Cluster in the cluster run, closed after it). */
+  const bull = bullMqConnection();
 
   beforeAll(async () => {
     redis = createTestRedis();
@@ -28,6 +30,7 @@ describe('chaos: duplicate delivery of a run (Redis, BullMQ)', () => {
 
   afterAll(async () => {
     await doubler?.close();
+    await bull.close();
     await worker?.app.close();
     await producer?.app.close();
     await cleanupPrefix(redis, prefix);
@@ -99,7 +102,7 @@ describe('chaos: duplicate delivery of a run (Redis, BullMQ)', () => {
         const copies = data.snoozes ? 1 : 2;
         await Promise.all(Array.from({ length: copies }, () => engine.handleJob(data)));
       },
-      { connection: { url: redisUrl() }, prefix: bullMqPrefix(prefix), concurrency: 8 },
+      { connection: bull.connection, prefix: bullMqPrefix(prefix), concurrency: 8 },
     );
     const count = 30;
     const started = await client.start(ChaosMapReactor, mapItems(count));

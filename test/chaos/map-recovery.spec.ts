@@ -14,7 +14,7 @@ import { elementRunId, mapIdOf } from '../../lib/core/model/keys';
 import type { MapResults } from '../../lib/core/map/map-results';
 import type { ReactorJob } from '../../lib/core/ports/job-dispatcher.port';
 import { bullMqPrefix, REACTOR_QUEUE_NAME } from '../../lib/queue/queue.constants';
-import { cleanupPrefix, createTestRedis, redisUrl, uniquePrefix } from '../setup/redis';
+import { bullMqConnection, cleanupPrefix, createTestRedis, uniquePrefix } from '../setup/redis';
 import { quitAndWait } from '../e2e/e2e.fixtures';
 import { ChaosMapReactor, mapItems } from './chaos.fixtures';
 import { createChaosApp, waitFor, type ChaosApp } from './chaos.harness';
@@ -30,6 +30,8 @@ describe('chaos: lost map jobs are recovered by the sweeper (Redis, BullMQ)', ()
   /** Decides which job to lose; set by each test. */
   let lose: (job: ReactorJob) => Promise<boolean> = async () => false;
   const lost: ReactorJob[] = [];
+  /** The worker's connection (a Cluster in the cluster run, closed after it). */
+  const bull = bullMqConnection();
 
   beforeAll(async () => {
     redis = createTestRedis();
@@ -44,7 +46,7 @@ describe('chaos: lost map jobs are recovered by the sweeper (Redis, BullMQ)', ()
         }
         await app.engine.handleJob(data);
       },
-      { connection: { url: redisUrl() }, prefix: bullMqPrefix(prefix), concurrency: 10 },
+      { connection: bull.connection, prefix: bullMqPrefix(prefix), concurrency: 10 },
     );
   });
 
@@ -54,6 +56,7 @@ describe('chaos: lost map jobs are recovered by the sweeper (Redis, BullMQ)', ()
 
   afterAll(async () => {
     await worker?.close();
+    await bull.close();
     await app?.app.close();
     await cleanupPrefix(redis, prefix);
     await quitAndWait(redis);

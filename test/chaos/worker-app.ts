@@ -4,13 +4,13 @@
  *
  *   node -r ts-node/register/transpile-only test/chaos/worker-app.ts
  *
- * Environment: REDIS_URL, CHAOS_PREFIX (key prefix of the test file, also the module prefix),
+ * Environment: REDIS_URL (or, in the cluster run, REDIS_CLUSTER_NODES), CHAOS_PREFIX (key prefix of the test file, also the module prefix),
  * WORKER_ID, and optionally LEASE_TTL_MS (default 1500), WORKER_CONCURRENCY (default 10),
  * MAX_CONTEXT_BYTES, SNOOZE_DELAY_MS, LOCK_SNOOZE_MAX_ATTEMPTS, plus the misbehaviour switches of
  * `chaosConfigFromEnv` (CRASH_AT_STEP, CRASH_FROM_ELEMENT, BLOCK_AT_STEP + BLOCK_FILE, GATE_AT_STEP)
  * and of `coordinationChaosConfigFromEnv` (CRASH_AT_SEQ).
  *
- * Once bootstrapped (its BullMQ worker consuming) it sets `<prefix>chaos:ready:<WORKER_ID>` and
+ * Once bootstrapped (its BullMQ worker consuming) it sets `<prefix>{chaos}:ready:<WORKER_ID>` and
  * prints `ready`. SIGTERM closes it gracefully; the tests SIGKILL it to crash it.
  */
 import 'reflect-metadata';
@@ -25,6 +25,7 @@ import {
   ChaosProbe,
   chaosConfigFromEnv,
 } from './chaos.fixtures';
+import { reactorRedisOption } from '../setup/redis';
 
 @Module({})
 class ChaosWorkerAppModule {}
@@ -44,7 +45,8 @@ async function main(): Promise<void> {
     module: ChaosWorkerAppModule,
     imports: [
       ReactorModule.forRoot({
-        redis: { url: config.redisUrl },
+        // `{ url }`, or in the cluster run a Cluster connection (the process exits after app.close()).
+        redis: reactorRedisOption().redis,
         prefix: config.prefix,
         leaseTtlMs: optionalNumber('LEASE_TTL_MS') ?? 1500,
         workerConcurrency: optionalNumber('WORKER_CONCURRENCY') ?? 10,

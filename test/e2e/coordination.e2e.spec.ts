@@ -10,7 +10,7 @@ import type { ReactorBlueprint } from '../../lib/core/definition/reactor-bluepri
 import { success } from '../../lib/core/results/step-outcome';
 import type { ReactorClient } from '../../lib/nest/reactor.client';
 import { Reactor } from '../../lib/nest/reactor.decorator';
-import { cleanupPrefix, createTestRedis, uniquePrefix } from '../setup/redis';
+import { cleanupPrefix, createTestRedis, scanKeys, uniquePrefix } from '../setup/redis';
 import { createRedisApp, pollUntil, quitAndWait } from './e2e.fixtures';
 
 type Input = { id: string; seq?: number };
@@ -85,7 +85,7 @@ describe('coordination on Redis and BullMQ (e2e)', () => {
     let open!: () => void;
     gates.set('a', new Promise<void>((resolve) => (open = resolve)));
     const holder = client.run(LockedReactor, { id: 'a' });
-    await pollUntil(async () => (await redis.keys(`${prefix}*lock*account*`)).length > 0, 5_000);
+    await pollUntil(async () => (await scanKeys(redis, `${prefix}*lock*account*`)).length > 0, 5_000);
     const refused = await client.run(LockedReactor, { id: 'a' }, { runId: 'e2e-coord-refused' }).catch((e) => e);
     expect(refused).toMatchObject({ code: 'LOCK_CONTENDED', key: 'account:a' });
     expect(refused.retryAfterMs).toBeGreaterThan(0);

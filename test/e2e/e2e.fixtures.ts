@@ -11,7 +11,7 @@ import { ReactorModule } from '../../lib/nest/reactor.module';
 import { Step } from '../../lib/nest/step.decorator';
 import { CapturingLogger } from '../nest/fixtures';
 import type Redis from 'ioredis';
-import { cleanupPrefix, createTestRedis, redisUrl, uniquePrefix } from '../setup/redis';
+import { cleanupPrefix, createTestRedis, reactorRedisOption, uniquePrefix } from '../setup/redis';
 
 /** Records what steps did, per run, in this app (each Nest app has its own instance). */
 @Injectable()
@@ -174,7 +174,10 @@ export const E2E_PROVIDERS: Provider[] = [
   GatedReactor,
 ];
 
-/** A Nest app with the module on the test Redis under `prefix`, initialized. */
+/**
+ * A Nest app with the module on the test Redis under `prefix`, initialized. In the cluster run the
+ * module gets `{ connection: <a Cluster> }`, which `app.close()` closes after the app.
+ */
 export async function createRedisApp(
   prefix: string,
   options: Omit<ReactorModuleOptions, 'prefix'> = {},
@@ -185,17 +188,34 @@ export async function createRedisApp(
   } = {},
 ): Promise<{ app: TestingModule; client: ReactorClient; log: StepLog; logger: CapturingLogger }> {
   const logger = new CapturingLogger();
-  const app = await Test.createTestingModule({
-    imports: [
-      ...(extra.imports ?? []),
-      extra.module ?? ReactorModule.forRoot({ redis: { url: redisUrl() }, prefix, ...options }),
-    ],
-    providers: [...E2E_PROVIDERS, ...(extra.providers ?? [])],
-  })
-    .setLogger(logger)
-    .compile();
-  await app.init();
-  return { app, client: app.get(ReactorClient), log: app.get(StepLog), logger };
+  // In the cluster run a Cluster connection of the app's: closed after the app (see below).
+  const connection = extra.module ? undefined : reactorRedisOption();
+  try {
+    const app = await Test.createTestingModule({
+      imports: [
+        ...(extra.imports ?? []),
+        extra.module ?? ReactorModule.forRoot({ redis: connection!.redis, prefix, ...options }),
+      ],
+      providers: [...E2E_PROVIDERS, ...(extra.providers ?? [])],
+    })
+      .setLogger(logger)
+      .compile();
+    if (connection) {
+      const close = app.close.bind(app);
+      app.close = async () => {
+        try {
+          await close();
+        } finally {
+          await connection.close();
+        }
+      };
+    }
+    await app.init();
+    return { app, client: app.get(ReactorClient), log: app.get(StepLog), logger };
+  } catch (error) {
+    await connection?.close();
+    throw error;
+  }
 }
 
 /** Resolve once `condition()` holds, checking every 10 ms; throw after `timeoutMs`. */

@@ -22,7 +22,7 @@ import { REACTOR_RUNTIME } from '../../lib/config';
 import { ReactorModule } from '../../lib/nest/reactor.module';
 import type { RedisReactorRuntime } from '../../lib/runtime/redis.runtime';
 import { CapturingLogger } from '../nest/fixtures';
-import { cleanupPrefix, createTestRedis, redisUrl, uniquePrefix } from '../setup/redis';
+import { cleanupPrefix, createTestRedis, redisUrl, scanKeys, uniquePrefix } from '../setup/redis';
 import { createRedisApp, quitAndWait, StepLog } from './e2e.fixtures';
 
 const WAIT = { timeoutMs: 15_000 };
@@ -80,29 +80,24 @@ const PROVIDERS = [UseCardStep, LineReactor, PaymentReactor, CheckoutReactor];
 /** Every value stored under `prefix`, whatever the key's type, as text. */
 async function everyValue(redis: Redis, prefix: string): Promise<Array<[string, string]>> {
   const out: Array<[string, string]> = [];
-  let cursor = '0';
-  do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
-    cursor = next;
-    for (const k of keys) {
-      const type = await redis.type(k);
-      const value =
-        type === 'string'
-          ? await redis.get(k)
-          : type === 'hash'
-            ? await redis.hgetall(k)
-            : type === 'list'
-              ? await redis.lrange(k, 0, -1)
-              : type === 'set'
-                ? await redis.smembers(k)
-                : type === 'zset'
-                  ? await redis.zrange(k, 0, -1)
-                  : type === 'stream'
-                    ? await redis.xrange(k, '-', '+')
-                    : `[${type}]`;
-      out.push([k, JSON.stringify(value)]);
-    }
-  } while (cursor !== '0');
+  for (const k of await scanKeys(redis, `${prefix}*`)) {
+    const type = await redis.type(k);
+    const value =
+      type === 'string'
+        ? await redis.get(k)
+        : type === 'hash'
+          ? await redis.hgetall(k)
+          : type === 'list'
+            ? await redis.lrange(k, 0, -1)
+            : type === 'set'
+              ? await redis.smembers(k)
+              : type === 'zset'
+                ? await redis.zrange(k, 0, -1)
+                : type === 'stream'
+                  ? await redis.xrange(k, '-', '+')
+                  : `[${type}]`;
+    out.push([k, JSON.stringify(value)]);
+  }
   return out;
 }
 

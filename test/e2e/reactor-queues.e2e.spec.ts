@@ -16,7 +16,7 @@ import { Reactor } from '../../lib/nest/reactor.decorator';
 import { REACTOR_QUEUE_NAME } from '../../lib/queue/queue.constants';
 import { ReactorQueues } from '../../lib/queue/reactor-queues';
 import { RunProcessor } from '../../lib/queue/run.processor';
-import { BackgroundAllReactor, createRedisApp, Gate, GateStep, useRedisPrefixes } from './e2e.fixtures';
+import { BackgroundAllReactor, createRedisApp, Gate, GateStep, pollUntil, useRedisPrefixes } from './e2e.fixtures';
 
 const WAIT = { timeoutMs: 15_000 };
 
@@ -227,7 +227,11 @@ describe('per-reactor queues (e2e)', () => {
 
     expect(processor.state).toBe('stopped');
     expect(workers.some((w) => w.isRunning())).toBe(false);
-    for (const worker of workers) expect((await worker.client).status).toBe('end');
-    for (const queue of named) expect((await queue.client).status).toBe('end');
+    // A Cluster client (the cluster run) is 'disconnecting' until each of its node connections has ended.
+    const clients = [
+      ...(await Promise.all(workers.map((w) => w.client))),
+      ...(await Promise.all(named.map((q) => q.client))),
+    ];
+    await pollUntil(() => clients.every((client) => client.status === 'end'), 5_000);
   });
 });

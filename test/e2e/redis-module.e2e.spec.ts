@@ -9,7 +9,7 @@ import { ReactorModule } from '../../lib/nest/reactor.module';
 import { bullMqPrefix, REACTOR_QUEUE_NAME } from '../../lib/queue/queue.constants';
 import type { RedisReactorRuntime } from '../../lib/runtime/redis.runtime';
 import { CapturingLogger } from '../nest/fixtures';
-import { cleanupPrefix, redisUrl, uniquePrefix } from '../setup/redis';
+import { cleanupPrefix, redisUrl, scanKeys, uniquePrefix } from '../setup/redis';
 import { createServer, type AddressInfo } from 'node:net';
 import { defineReactor, type ReactorBuilder } from '../../lib/core/definition/builder';
 import { success } from '../../lib/core/results/step-outcome';
@@ -43,7 +43,7 @@ describe('ReactorModule on Redis (e2e)', () => {
       // Every key the module wrote lives under the prefix, BullMQ's included.
       const started = await app.get(ReactorClient).start(BackgroundAllReactor, { word: 'abc' });
       await app.get(ReactorClient).wait(started.runId, WAIT);
-      const all = await files.redis().keys(`${p}*`);
+      const all = await scanKeys(files.redis(), `${p}*`);
       expect(all.some((k) => k.startsWith(`${bullMqPrefix(p)}:${REACTOR_QUEUE_NAME}:`))).toBe(true);
     } finally {
       await app.close();
