@@ -255,7 +255,7 @@ export const messages = {
     `ReactorDashboardModule.forRoot(): no guard, and NODE_ENV is ${show(nodeEnv ?? '(unset)')}. The dashboard can ` +
     'cancel, undo and retry runs, so it refuses to mount unguarded outside development. Pass your auth guard: ' +
     "forRoot({ path: 'reactor', guard: AdminGuard }) (a CanActivate class or instance); only with " +
-    "NODE_ENV=development does it mount without one.",
+    'NODE_ENV=development does it mount without one.',
   dashboardUnguardedInDevelopment: (path: string): string =>
     `The reactor dashboard at '/${path}' has no guard (allowed because NODE_ENV=development): anyone who can reach ` +
     'this port can cancel, undo and retry runs. Pass forRoot({ guard }) before deploying.',
