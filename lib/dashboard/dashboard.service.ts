@@ -341,7 +341,7 @@ export class DashboardService implements OnModuleInit {
       children: fullChildren,
       actions: {
         retry: prefix === '' && view.status === 'failed',
-        undo: prefix === '' && terminal && view.status !== 'cancelled',
+        undo: prefix === '' && terminal && view.status !== 'cancelled' && (state?.undoStack.length ?? 0) > 0,
         cancel: prefix === '' && !terminal && view.status !== 'rolling_back',
         continue: view.status === 'paused' ? allInterrupts : [],
       },

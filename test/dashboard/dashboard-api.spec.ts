@@ -288,7 +288,8 @@ describe('the dashboard (API over the ReactorClient, Express)', () => {
       expect(full.trace.map((e) => `${e.type}:${e.step}`)).toEqual(
         expect.arrayContaining(['run:reserve', 'complete:reserve', 'run:charge', 'undo:reserve']),
       );
-      expect(full.actions).toEqual({ retry: true, undo: true, cancel: false, continue: [] });
+      // Rolled back: nothing is left to undo.
+      expect(full.actions).toEqual({ retry: true, undo: false, cancel: false, continue: [] });
       expect(full.currentSteps).toEqual([]);
     });
 
