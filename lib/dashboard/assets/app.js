@@ -34,6 +34,7 @@
   const duration = (ms) =>
     ms < 1000 ? `${ms} ms` : ms < 60000 ? `${(ms / 1000).toFixed(1)} s` : `${Math.round(ms / 60000)} min`;
   const json = (value) => h('pre', { class: 'json' }, JSON.stringify(value, null, 2) ?? 'undefined');
+  const clip = (text, n) => (text.length > n ? `${text.slice(0, n - 1)}…` : text);
   const short = (id) => (id.length > 12 ? `${id.slice(0, 8)}…` : id);
 
   // ---- API ----------------------------------------------------------------------------------------
@@ -221,7 +222,7 @@
     };
     const layers = [];
     for (const st of steps) (layers[depthOf(st.name)] = layers[depthOf(st.name)] || []).push(st);
-    const W = 170,
+    const W = 190,
       H = 54,
       GX = 70,
       GY = 22;
@@ -300,11 +301,13 @@
           ),
         ),
         s('rect', { width: W, height: H, rx: 9 }),
-        s('text', { x: 12, y: 21, class: 'name' }, document.createTextNode(st.name)),
+        s('text', { x: 12, y: 21, class: 'name' }, document.createTextNode(clip(st.name, 17))),
         s(
           'text',
           { x: 12, y: 40, class: 'kind' },
-          document.createTextNode(`${st.kind}${st.fanOut ? ' · fan-out' : ''}${st.reactor ? ` → ${st.reactor}` : ''}`),
+          document.createTextNode(
+            clip(`${st.kind}${st.fanOut ? ' · fan-out' : ''}${st.reactor ? ` → ${st.reactor}` : ''}`, 30),
+          ),
         ),
         s(
           'text',
