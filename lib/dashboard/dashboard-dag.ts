@@ -129,8 +129,8 @@ function callbackRan(entry: TraceEntry | undefined): entry is TraceEntry {
 /**
  * Each step of `steps` with its status in the run `view`, read from the view: completed and
  * skipped steps, failed steps (compensated when their compensate succeeded), the halting step,
- * undos in the trace, the interrupt the run waits at, and steps at work (an attempt started, a map
- * or an async unit in flight) while the run is live.
+ * undos in the trace, the interrupt the run waits at, and steps at work while the run is live (an
+ * attempt started, a map or an async unit in flight, or, in a running run, every dependency done).
  */
 export function stepStates(steps: readonly DashboardStep[], view: RunView): DashboardStepState[] {
   const trace = view.trace;
@@ -162,6 +162,8 @@ export function stepStates(steps: readonly DashboardStep[], view: RunView): Dash
     } else if (
       live &&
       (started >= 0 ||
+        // Executing: its dependencies are done (the trace of a step in flight is saved with its result).
+        (view.status === 'running' && step.dependsOn.every((d) => view.completed.includes(d))) ||
         (view.maps[name] !== undefined && !view.maps[name].done) ||
         (view.asyncUnits[name] !== undefined && view.asyncUnits[name].status !== 'completed'))
     ) {

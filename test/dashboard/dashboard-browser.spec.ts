@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import type { INestApplication } from '@nestjs/common';
 import puppeteer, { type Browser, type Page } from 'puppeteer-core';
 import { ReactorClient } from '../../lib/nest/reactor.client';
-import { CARD, Switches, TOKEN, dashboardApp } from './dashboard.fixtures';
+import { CARD, Gate, Switches, TOKEN, dashboardApp } from './dashboard.fixtures';
 
 /** The page's document, as the functions evaluated in the browser use it (this project compiles without the DOM lib). */
 interface PageElement {
@@ -132,6 +132,24 @@ describe('the dashboard page in headless Chromium', () => {
       [...document.querySelectorAll('svg.dag g.node')].every((g) => g.getAttribute('data-status') === 'completed'),
     );
   }, 60_000);
+
+  it('updates the DAG live while the run moves: the held step runs, then every step completes', async () => {
+    const started = await client.start('dash-gated', {});
+    await page.goto(`${base}#/runs/${encodeURIComponent(started.runId)}`, { waitUntil: 'domcontentloaded' });
+    await page.waitForSelector('svg.dag g.node[data-step="hold"][data-status="running"]');
+    expect(await page.$eval('svg.dag g.node[data-step="first"]', (g) => g.getAttribute('data-status'))).toBe(
+      'completed',
+    );
+    expect(await page.$eval('svg.dag g.node[data-step="last"]', (g) => g.getAttribute('data-status'))).toBe('pending');
+    expect(await page.$eval('.run-head', (el) => el.getAttribute('data-status'))).toBe('running');
+    app.get(Gate).open();
+    await page.waitForSelector(`.run-head[data-run="${started.runId}"][data-status="completed"]`);
+    expect(
+      await page.$$eval('svg.dag g.node', (gs) =>
+        gs.map((g) => `${g.getAttribute('data-step')}:${g.getAttribute('data-status')}`),
+      ),
+    ).toEqual(['first:completed', 'hold:completed', 'last:completed']);
+  }, 30_000);
 
   it('answers a paused run’s interrupt from its form, refusing an invalid payload first', async () => {
     const paused = await client.run('dash-approval', { requestId: 'b-approval' });

@@ -10,6 +10,7 @@ import type { StepHandler } from '../../lib/core/definition/step';
 import { failure, success } from '../../lib/core/results/step-outcome';
 import { ReactorDashboardModule } from '../../lib/dashboard';
 import type { ReactorDashboardOptions } from '../../lib/dashboard';
+import type { ReactorModuleOptions } from '../../lib/config';
 
 /** The token the test guard wants, as `authorization: Bearer <token>`. */
 export const TOKEN = 'dashboard-test-token-7f3a';
@@ -128,7 +129,44 @@ export class ParentReactor implements ReactorBlueprint<{ n: number }> {
   }
 }
 
+/** Holds step `hold` of {@link GatedReactor} until the test opens it. */
+@Injectable()
+export class Gate {
+  private opened!: () => void;
+  private readonly gate = new Promise<void>((resolve) => (this.opened = resolve));
+  entered = false;
+  open(): void {
+    this.opened();
+  }
+  async pass(): Promise<void> {
+    this.entered = true;
+    await this.gate;
+  }
+}
+
+@Step('dash-hold')
+export class HoldStep implements StepHandler<Record<string, never>, string> {
+  constructor(private readonly gate: Gate) {}
+  async run() {
+    await this.gate.pass();
+    return success('released');
+  }
+}
+
+/** first -> hold (waits for the {@link Gate}) -> last: a run that moves while the page watches. */
+@Reactor('dash-gated')
+export class GatedReactor implements ReactorBlueprint<object> {
+  build(r: ReactorBuilder<object>) {
+    const first = r.step('first', () => success(1), {});
+    const hold = r.step('hold', HoldStep, {}, { waitFor: [first] });
+    return r.step('last', () => success(2), {}, { waitFor: [hold] });
+  }
+}
+
 export const DASHBOARD_PROVIDERS = [
+  Gate,
+  HoldStep,
+  GatedReactor,
   Switches,
   ReserveStep,
   ChargeStep,
@@ -140,11 +178,17 @@ export const DASHBOARD_PROVIDERS = [
   ParentReactor,
 ];
 
-/** A Nest app (embedded runtime) with the dashboard at `admin/reactor` behind {@link TokenGuard}. */
-export async function dashboardApp(options: ReactorDashboardOptions = {}): Promise<INestApplication> {
+/**
+ * A Nest app with the dashboard at `admin/reactor` behind {@link TokenGuard}: on the embedded
+ * runtime, or on the one `reactor` options choose (Redis).
+ */
+export async function dashboardApp(
+  options: ReactorDashboardOptions = {},
+  reactor: ReactorModuleOptions = {},
+): Promise<INestApplication> {
   const module = await Test.createTestingModule({
     imports: [
-      ReactorModule.forRoot(),
+      ReactorModule.forRoot(reactor),
       ReactorDashboardModule.forRoot({ path: 'admin/reactor', guard: TokenGuard, ...options }),
     ],
     providers: DASHBOARD_PROVIDERS,
