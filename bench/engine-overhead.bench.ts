@@ -60,6 +60,8 @@ export interface OverheadResult {
 export async function engineOverhead(): Promise<OverheadResult[]> {
   const { storage, locks } = createMemoryAdapters();
   const engine = new ReactorEngine({ storage, locks, dispatcher: new InProcessJobDispatcher() });
+  // The same engine with OpenTelemetry switched off: what tracing costs when no SDK is registered.
+  const untraced = new ReactorEngine({ storage, locks, dispatcher: new InProcessJobDispatcher(), tracing: false });
   const results: OverheadResult[] = [];
 
   const scenarios = [
@@ -85,25 +87,30 @@ export async function engineOverhead(): Promise<OverheadResult[]> {
   ];
 
   for (const s of scenarios) {
-    const engineTime = await measure(async () => {
-      for (let i = 0; i < RUNS; i++) {
-        const outcome = await engine.run(s.def, { seed: 1 });
-        if (outcome.status !== 'completed') throw new Error(`bench run ${outcome.status}`);
-      }
-    });
-    const baseTime = await measure(async () => {
-      for (let i = 0; i < RUNS; i++) await s.baseline();
-    });
-    const engineUs = (engineTime.medianMs * 1000) / RUNS;
-    const baseUs = (baseTime.medianMs * 1000) / RUNS;
-    results.push({
-      scenario: s.name,
-      steps: s.steps,
-      engineUsPerRun: engineUs,
-      baselineUsPerRun: baseUs,
-      overheadUsPerStep: (engineUs - baseUs) / s.steps,
-      ratio: engineUs / baseUs,
-    });
+    for (const [label, e] of [
+      ['', engine],
+      [' (tracing: false)', untraced],
+    ] as const) {
+      const engineTime = await measure(async () => {
+        for (let i = 0; i < RUNS; i++) {
+          const outcome = await e.run(s.def, { seed: 1 });
+          if (outcome.status !== 'completed') throw new Error(`bench run ${outcome.status}`);
+        }
+      });
+      const baseTime = await measure(async () => {
+        for (let i = 0; i < RUNS; i++) await s.baseline();
+      });
+      const engineUs = (engineTime.medianMs * 1000) / RUNS;
+      const baseUs = (baseTime.medianMs * 1000) / RUNS;
+      results.push({
+        scenario: s.name + label,
+        steps: s.steps,
+        engineUsPerRun: engineUs,
+        baselineUsPerRun: baseUs,
+        overheadUsPerStep: (engineUs - baseUs) / s.steps,
+        ratio: engineUs / baseUs,
+      });
+    }
   }
   return results;
 }

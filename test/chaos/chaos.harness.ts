@@ -84,7 +84,7 @@ export class WorkerProcess {
     let exitedEarly = false;
     void worker.exited.then(() => (exitedEarly = true));
     await waitFor(() => exitedEarly || /^ready$/m.test(worker.out), {
-      timeoutMs: 20_000,
+      timeoutMs: 60_000, // a worker transpiles the library at start: slow on a loaded 2-core machine
       what: () => `worker ${name} ready (output so far:\n${worker.output})`,
     });
     if (exitedEarly) throw new Error(`worker ${name} exited before it was ready:\n${worker.output}`);

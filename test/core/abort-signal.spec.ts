@@ -3,7 +3,7 @@ import { InProcessJobDispatcher } from '../../lib/runtime/in-process-job.dispatc
 import { defineReactor, type ReactorBuilder } from '../../lib/core/definition/builder';
 import type { StepContext } from '../../lib/core/definition/step';
 import { isStepAborted, StepAbortedError } from '../../lib/core/errors/step-aborted.error';
-import { runLeaseKey } from '../../lib/core/model/keys';
+import { elementLeaseKey, runLeaseKey } from '../../lib/core/model/keys';
 import { failure, success } from '../../lib/core/results/step-outcome';
 import { createHarness, deferred } from './harness';
 
@@ -377,6 +377,89 @@ describe('ctx.signal', () => {
       expect(log).toEqual(['run:a', 'run:b#1']);
       const after = await storage.load(runId);
       expect(after).toEqual(before);
+    });
+  });
+  describe('in a fan-out map element', () => {
+    /** A map of one element whose step waits for its signal the first time and succeeds after. */
+    function mapOfOne(seen: { ctx?: StepContext; calls: number }, entered: () => void) {
+      const element = defineReactor('abort-element', (r: ReactorBuilder<{ n: number }>) =>
+        r.step(
+          'work',
+          async (_args, ctx) => {
+            seen.ctx = ctx;
+            if (++seen.calls > 1) return success('again');
+            entered();
+            throw await aborted(ctx.signal);
+          },
+          {},
+        ),
+      );
+      const owner = defineReactor('abort-map-owner', (r) =>
+        r.map('each', {
+          source: r.value([1]),
+          element: 'abort-element',
+          inputs: (n) => ({ n }),
+          fanOut: { batchSize: 1 },
+        }),
+      );
+      return { element, owner };
+    }
+
+    it('at shutdown past the grace, the element step is aborted, its lease let go, and recovery runs it again', async () => {
+      const h = createHarness();
+      const { engine, locks, clock } = h;
+      const seen: { ctx?: StepContext; calls: number } = { calls: 0 };
+      const inside = deferred();
+      const { element, owner } = mapOfOne(seen, inside.resolve);
+      engine.register(element);
+      engine.register(owner);
+      void engine.run(owner, {});
+      await inside.promise;
+
+      const drained = await engine.drain(10);
+
+      expect(drained.aborted).toBeGreaterThanOrEqual(1);
+      const reason = seen.ctx!.signal.reason as StepAbortedError;
+      expect(reason).toMatchObject({ abortCause: 'shutdown', stepName: 'work', phase: 'run' });
+      const elementRunId = seen.ctx!.runId;
+      const mapId = elementRunId.slice(0, elementRunId.lastIndexOf(':'));
+      expect(await locks.isHeld(elementLeaseKey(mapId, 0))).toBe(false);
+      expect(engine.executing).toBe(0);
+
+      // Another process's sweep finds the element stalled; its worker runs it again and the map completes.
+      clock.advance(60_000);
+      const dispatcher = new InProcessJobDispatcher(h.clock);
+      const other = new ReactorEngine({
+        storage: h.storage,
+        locks: h.locks,
+        maps: h.maps,
+        dispatcher,
+        clock: h.clock,
+        logger: { log: () => undefined, warn: () => undefined, error: () => undefined },
+      });
+      other.register(element);
+      other.register(owner);
+      dispatcher.setHandler((job) => other.handleJob(job));
+      expect(await other.recoverMaps({ graceMs: 1 })).toBeGreaterThanOrEqual(1);
+      await until(() => seen.calls === 2);
+      expect(seen.ctx!.signal.aborted).toBe(false);
+    });
+
+    it('the element step is aborted when an extension finds its lease gone; the job still ends', async () => {
+      const { engine, clock } = createHarness({ leaseTtlMs: 300 });
+      const seen: { ctx?: StepContext; calls: number } = { calls: 0 };
+      const inside = deferred();
+      const { element, owner } = mapOfOne(seen, inside.resolve);
+      engine.register(element);
+      engine.register(owner);
+      void engine.run(owner, {});
+      await inside.promise;
+
+      clock.advance(1_000);
+      const reason = (await aborted(seen.ctx!.signal)) as StepAbortedError;
+
+      expect(reason).toMatchObject({ abortCause: 'lease-lost', stepName: 'work', phase: 'run' });
+      await until(() => engine.executing === 0);
     });
   });
 });

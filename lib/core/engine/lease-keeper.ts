@@ -5,8 +5,11 @@ import type { EngineLogger } from './engine-options';
 
 /** What the keeper tells the execution of a run about its lease, as each extension finds it. */
 export interface LeaseWatch {
-  /** The run whose lease this is: its extension also reads the run's cancel request (one round trip). */
-  runId: string;
+  /**
+   * The run whose lease this is: its extension also reads the run's cancel request (one round
+   * trip). Without it (a map element's lease), the extension only extends.
+   */
+  runId?: string;
   /** The lease was found lost (expired, or taken by another process). Called once. */
   onLost(): void;
   /** The run holds a cancel request (asked in any process). Called on every extension that finds it. */
@@ -49,8 +52,8 @@ export class LeaseKeeper {
     };
     const storage = this.storage;
     const extend: () => Promise<{ held: boolean; cancel?: string }> =
-      watch && storage?.extendRunLease
-        ? () => storage.extendRunLease!(watch.runId, lease, this.ttlMs)
+      watch?.runId !== undefined && storage?.extendRunLease
+        ? () => storage.extendRunLease!(watch.runId!, lease, this.ttlMs)
         : () => this.locks.extend(lease, this.ttlMs).then((ok) => ({ held: ok }));
     const timer = setInterval(
       () => {

@@ -7,6 +7,7 @@ import type { ExecutionEnv } from '../executor/execution-env';
 import { RunExecution } from '../executor/run-execution';
 import { redactInputs } from '../definition/redaction';
 import { InternalError } from '../errors/internal.error';
+import { LeaseLostError } from '../errors/run-state.error';
 import { elementJobs } from '../map/element-jobs';
 import { recordOf, rollbackStateOf } from '../map/map-elements';
 import { runFailure, type RollbackFailure } from '../model/failure';
@@ -113,13 +114,20 @@ export class MapJobs {
       await this.dispatch.one(single, due);
       return undefined;
     }
-    const held = this.leases.keep(lease);
+    // Its steps' signals are aborted at shutdown past the grace and when the element's lease is lost
+    // (a cancel reaches the owner run, which rolls its map back; it does not abort elements).
+    const tracked = this.executions.track(elementRunId(mapId, index));
+    const held = this.leases.keep(lease, {
+      onLost: () => tracked.abort.abort('lease-lost'),
+      onCancel: () => undefined,
+    });
     try {
       const elementState = state;
       const env: ExecutionEnv = {
         ...this.executions.env('worker', lease, { runId: meta.ownerRunId, reactorName: meta.ownerReactor }),
         inElement: true,
         enqueueResume: (_runId, _reactorName, delayMs) => this.dispatch.one(single, delayMs),
+        abort: tracked.abort,
       };
       // Checkpoints of an element go to the map's element state; its final record is written by settle.
       const save = async (final: boolean) => {
@@ -130,12 +138,25 @@ export class MapJobs {
       };
       const execution = new RunExecution(def, elementState, env, save);
       const outcome = await execution.execute(claim.state !== undefined);
+      if (tracked.abort.stopCause === 'shutdown') {
+        // Stopped at shutdown past the grace, its last checkpoint kept: like a run, it is left for
+        // recovery (the stalled-map sweep), its lease released so the sweep need not wait for it.
+        await this.leases.releaseQuietly(lease);
+        return undefined;
+      }
       if (outcome.status === 'dispatched') return undefined; // a retry was scheduled
       const record = recordOf(outcome);
       const kept = record.status === 'completed' ? rollbackStateOf(elementState, execution) : undefined;
       return { index, record, state: kept, lease };
+    } catch (error) {
+      // Its lease was lost (expired, or taken by another worker): the new holder carries the element
+      // on; the other elements of this job still settle.
+      if (!(error instanceof LeaseLostError)) throw error;
+      this.parts.logger.warn(error.message);
+      return undefined;
     } finally {
       held.stop();
+      tracked.untrack();
     }
   }
 
