@@ -129,7 +129,7 @@ function callbackRan(entry: TraceEntry | undefined): entry is TraceEntry {
 /**
  * Each step of `steps` with its status in the run `view`, read from the view: completed and
  * skipped steps, failed steps (compensated when their compensate succeeded), the halting step,
- * undos in the trace, the interrupt the run waits at, and steps at work while the run is live (an
+ * undos in the trace, the interrupt (or paused composed child) the run waits at, and steps at work while the run is live (an
  * attempt started, a map or an async unit in flight, or, in a running run, every dependency done).
  */
 export function stepStates(steps: readonly DashboardStep[], view: RunView): DashboardStepState[] {
@@ -155,7 +155,10 @@ export function stepStates(steps: readonly DashboardStep[], view: RunView): Dash
       status = 'failed';
     } else if (view.halt?.step === name) {
       status = 'halted';
-    } else if (view.status === 'paused' && step.kind === 'interrupt' && name in view.interrupts) {
+    } else if (
+      view.status === 'paused' &&
+      ((step.kind === 'interrupt' && name in view.interrupts) || view.children[name]?.status === 'paused')
+    ) {
       status = 'paused';
     } else if (rollback === 'undone') {
       status = 'undone';

@@ -1,4 +1,4 @@
-import type { INestApplication } from '@nestjs/common';
+import { Injectable, Module, type CanActivate, type ExecutionContext, type INestApplication } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import request from 'supertest';
 import { ReactorClient } from '../../lib/nest/reactor.client';
@@ -35,6 +35,40 @@ describe('ReactorDashboardModule.forRoot (mounting)', () => {
     expect(() => ReactorDashboardModule.forRoot({ guard: { canActivate: () => true }, path: 'a b' })).toThrow(
       /'path' must be a URL path/,
     );
+  });
+
+  it('builds a guard class with its dependencies from `imports`, and mounts two dashboards side by side', async () => {
+    @Injectable()
+    class Allowlist {
+      readonly tokens = new Set(['ops-token']);
+    }
+    @Module({ providers: [Allowlist], exports: [Allowlist] })
+    class AuthModule {}
+    @Injectable()
+    class AllowlistGuard implements CanActivate {
+      constructor(private readonly allowlist: Allowlist) {}
+      canActivate(context: ExecutionContext): boolean {
+        const { headers } = context.switchToHttp().getRequest<{ headers: Record<string, string | undefined> }>();
+        return this.allowlist.tokens.has(headers['x-token'] ?? '');
+      }
+    }
+    const module = await Test.createTestingModule({
+      imports: [
+        ReactorModule.forRoot(),
+        ReactorDashboardModule.forRoot({ path: 'ops/reactor', guard: AllowlistGuard, imports: [AuthModule] }),
+        ReactorDashboardModule.forRoot({ path: 'admin/reactor', guard: { canActivate: () => false } }),
+      ],
+      providers: DASHBOARD_PROVIDERS,
+    }).compile();
+    const app = module.createNestApplication({ logger: false });
+    await app.init();
+    try {
+      await request(app.getHttpServer()).get('/ops/reactor/api/reactors').set('x-token', 'ops-token').expect(200);
+      await request(app.getHttpServer()).get('/ops/reactor/api/reactors').set('x-token', 'nope').expect(403);
+      await request(app.getHttpServer()).get('/admin/reactor/api/reactors').set('x-token', 'ops-token').expect(403);
+    } finally {
+      await app.close();
+    }
   });
 
   it('mounts without a guard in development (and then serves without credentials)', async () => {
@@ -396,6 +430,24 @@ describe('the dashboard (API over the ReactorClient, Express)', () => {
         .send({ step: 'approve', payload: { approved: true, approver: 'grace' } });
       expect(twice.status).toBe(409);
       await http().post(`${BASE}/api/runs/${paused.runId}/continue`).set(ACTION).send({}).expect(400);
+    });
+
+    it('answers an interrupt inside a composed child by its path', async () => {
+      const paused = await client.run('dash-approval-parent', { requestId: 'act-5' });
+      expect(paused.status).toBe('paused');
+      const full = (await http().get(`${BASE}/api/runs/${paused.runId}`).set(AUTH)).body as DashboardRun;
+      expect(full.actions.continue).toEqual(['approval.approve']);
+      expect(full.steps[0]).toMatchObject({ name: 'approval', kind: 'compose', status: 'paused' });
+      expect(full.currentSteps).toEqual(['approval']);
+      expect(full.children.approval.pendingInterrupts).toEqual([
+        expect.objectContaining({ step: 'approve', path: 'approval.approve' }),
+      ]);
+      const ok = await http()
+        .post(`${BASE}/api/runs/${paused.runId}/continue`)
+        .set(ACTION)
+        .send({ step: 'approval.approve', payload: { approved: true, approver: 'grace' } })
+        .expect(200);
+      expect(ok.body.status).toBe('completed');
     });
 
     it('cancels a paused run with a reason', async () => {

@@ -129,6 +129,14 @@ export class ParentReactor implements ReactorBlueprint<{ n: number }> {
   }
 }
 
+/** Composes {@link ApprovalReactor}: its interrupt is `approval.approve` from this run. */
+@Reactor('dash-approval-parent')
+export class ApprovalParentReactor implements ReactorBlueprint<{ requestId: string }> {
+  build(r: ReactorBuilder<{ requestId: string }>) {
+    return r.compose('approval', ApprovalReactor, { requestId: r.input('requestId', { type: 'string' }) });
+  }
+}
+
 /** Holds step `hold` of {@link GatedReactor} until the test opens it. */
 @Injectable()
 export class Gate {
@@ -172,6 +180,7 @@ export const DASHBOARD_PROVIDERS = [
   ChargeStep,
   CheckoutReactor,
   ApprovalReactor,
+  ApprovalParentReactor,
   ImportLineReactor,
   ImportReactor,
   ChildReactor,
