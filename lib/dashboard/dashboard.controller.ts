@@ -125,7 +125,8 @@ export class DashboardController {
   @Header('referrer-policy', 'same-origin')
   @Header('cache-control', 'no-store')
   page(@Req() request: RequestLike): string {
-    const path = (request.originalUrl ?? request.url ?? '/').split('?')[0];
+    // One leading slash: `//host/...` would make the base another origin (CSP base-uri refuses it too).
+    const path = (request.originalUrl ?? request.url ?? '/').split('?')[0].replace(/^\/+/, '/');
     return this.assets.page(path.endsWith('/') ? path : `${path}/`);
   }
 

@@ -369,6 +369,13 @@ describe('the dashboard (API over the ReactorClient, Express)', () => {
       expect(all.body.elements.map((e: { index: number }) => e.index)).toEqual([4, 5]);
       await http().get(`${BASE}/api/runs/${started.runId}/maps/nope/elements`).set(AUTH).expect(400);
     });
+    it('drills down to an inline map’s failed elements too', async () => {
+      const run = await client.run('dash-inline-import', { items: ['bad-0', 'a', 'b', 'bad-3'] });
+      const full = (await http().get(`${BASE}/api/runs/${run.runId}`).set(AUTH).expect(200)).body as DashboardRun;
+      expect(full.maps.lines).toMatchObject({ mode: 'inline', total: 4, failed: 2 });
+      const drill = await http().get(`${BASE}/api/runs/${run.runId}/maps/lines/elements`).set(AUTH).expect(200);
+      expect(drill.body.elements.map((e: { index: number }) => e.index)).toEqual([0, 3]);
+    });
   });
 
   describe('actions', () => {

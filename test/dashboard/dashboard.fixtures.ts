@@ -111,6 +111,19 @@ export class ImportReactor implements ReactorBlueprint<{ items: string[] }> {
   }
 }
 
+/** The same map, inline (its element records live in the run's results). */
+@Reactor('dash-inline-import')
+export class InlineImportReactor implements ReactorBlueprint<{ items: string[] }> {
+  build(r: ReactorBuilder<{ items: string[] }>) {
+    return r.map('lines', {
+      source: r.input('items', { type: 'array' }),
+      element: ImportLineReactor,
+      inputs: (item) => ({ item }),
+      atomic: false,
+    });
+  }
+}
+
 @Reactor('dash-child')
 export class ChildReactor implements ReactorBlueprint<{ n: number }> {
   build(r: ReactorBuilder<{ n: number }>) {
@@ -183,6 +196,7 @@ export const DASHBOARD_PROVIDERS = [
   ApprovalParentReactor,
   ImportLineReactor,
   ImportReactor,
+  InlineImportReactor,
   ChildReactor,
   ParentReactor,
 ];
