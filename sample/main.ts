@@ -3,6 +3,7 @@ import { NestFactory } from '@nestjs/core';
 import { ReactorClient, type TraceEntry, type RunOutcome } from '../lib';
 import { AppModule } from './app.module';
 import { CreditApprovalReactor } from './approval.reactor';
+import { serveDashboard } from './dashboard';
 import { InventoryService } from './inventory.service';
 import type { OrderDto } from './order.dto';
 import { OrdersService } from './orders.service';
@@ -166,7 +167,8 @@ function traceLine(entry: TraceEntry, start: number): string {
   return `${time}  ${label} ${entry.step.padEnd(8)} ${detail}`.trimEnd();
 }
 
-main().catch((error: unknown) => {
+// `npm run sample -- --dashboard` keeps the app up with the dashboard instead of exiting.
+(process.argv.includes('--dashboard') ? serveDashboard() : main()).catch((error: unknown) => {
   console.error(error);
   process.exitCode = 1;
 });

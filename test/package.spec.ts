@@ -136,6 +136,11 @@ describe('the published package', () => {
       'dist/lib/testing/jest/index.d.ts',
       'dist/lib/health/index.js',
       'dist/lib/health/index.d.ts',
+      'dist/lib/dashboard/index.js',
+      'dist/lib/dashboard/index.d.ts',
+      'dist/lib/dashboard/assets/index.html',
+      'dist/lib/dashboard/assets/app.js',
+      'dist/lib/dashboard/assets/app.css',
     ]) {
       expect(files).toContain(entry);
     }
@@ -252,6 +257,50 @@ describe('the published package', () => {
           ) as string[];
         expect(terminusFilesLoadedBy('nest-reactor')).toEqual([]);
         expect(terminusFilesLoadedBy('./dist/health.js')).not.toEqual([]);
+      } finally {
+        rmSync(app, { recursive: true, force: true });
+      }
+    },
+    60_000,
+  );
+
+  it.each(RESOLUTIONS)(
+    "'nest-reactor/dashboard' resolves with module %s (moduleResolution %s) and serves its page from the package",
+    (module, moduleResolution) => {
+      const app = freshApp(tarball, ['@nestjs/platform-express']);
+      try {
+        mkdirSync(join(app, 'src'));
+        writeFileSync(
+          join(app, 'src', 'main.ts'),
+          "import 'reflect-metadata';\n" +
+            "import { Module } from '@nestjs/common';\n" +
+            "import { NestFactory } from '@nestjs/core';\n" +
+            "import { ReactorModule } from 'nest-reactor';\n" +
+            "import { ReactorDashboardModule, type ReactorDashboardOptions } from 'nest-reactor/dashboard';\n" +
+            "const options: ReactorDashboardOptions = { path: 'reactor', guard: { canActivate: () => true } };\n" +
+            '@Module({ imports: [ReactorModule.forRoot(), ReactorDashboardModule.forRoot(options)] })\n' +
+            'class AppModule {}\n' +
+            'async function main(): Promise<void> {\n' +
+            '  const app = await NestFactory.create(AppModule, { logger: false });\n' +
+            "  await app.listen(0, '127.0.0.1');\n" +
+            '  const base = await app.getUrl();\n' +
+            "  for (const path of ['/reactor/', '/reactor/assets/app.js', '/reactor/assets/app.css', '/reactor/api/reactors']) {\n" +
+            '    const reply = await fetch(base + path);\n' +
+            "    console.log(path, reply.status, reply.headers.get('content-type')?.split(';')[0]);\n" +
+            '  }\n' +
+            '  await app.close();\n' +
+            '}\n' +
+            'void main();\n',
+        );
+        writeFileSync(join(app, 'tsconfig.json'), tsconfig(module, moduleResolution, 'dist', ['src']));
+        compile(app);
+        const stdout = execFileSync(process.execPath, ['dist/main.js'], { cwd: app, encoding: 'utf8' });
+        expect(stdout.trim().split('\n')).toEqual([
+          '/reactor/ 200 text/html',
+          '/reactor/assets/app.js 200 text/javascript',
+          '/reactor/assets/app.css 200 text/css',
+          '/reactor/api/reactors 200 application/json',
+        ]);
       } finally {
         rmSync(app, { recursive: true, force: true });
       }

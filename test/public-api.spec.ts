@@ -1,6 +1,7 @@
 import * as api from '../lib';
 import * as testing from '../lib/testing';
 import * as health from '../lib/health';
+import * as dashboard from '../lib/dashboard';
 import { defineReactor, success, type ReactorBuilder } from '../lib';
 import { createTestEngine } from '../lib/testing';
 
@@ -57,6 +58,7 @@ describe('public API', () => {
       'reactorMatchers',
     ]);
     expect(Object.keys(health).sort()).toEqual(['ReactorHealthIndicator', 'ReactorHealthModule']);
+    expect(Object.keys(dashboard).sort()).toEqual(['DASHBOARD_ACTION_HEADER', 'ReactorDashboardModule']);
   });
 
   it('runs a reactor with the testing entry point, with retries that do not wait', async () => {

@@ -250,4 +250,15 @@ export const messages = {
     (left > 0
       ? `${left} did not stop within another ${graceMs} ms (a step ignores its signal); its lease expires after leaseTtlMs.`
       : 'All of them stopped.'),
+  // Dashboard (nest-reactor/dashboard)
+  dashboardWithoutGuard: (nodeEnv: string | undefined): string =>
+    `ReactorDashboardModule.forRoot(): no guard, and NODE_ENV is ${show(nodeEnv ?? '(unset)')}. The dashboard can ` +
+    'cancel, undo and retry runs, so it refuses to mount unguarded outside development. Pass your auth guard: ' +
+    "forRoot({ path: 'reactor', guard: AdminGuard }) (a CanActivate class or instance); only with " +
+    'NODE_ENV=development does it mount without one.',
+  dashboardUnguardedInDevelopment: (path: string): string =>
+    `The reactor dashboard at '/${path}' has no guard (allowed because NODE_ENV=development): anyone who can reach ` +
+    'this port can cancel, undo and retry runs. Pass forRoot({ guard }) before deploying.',
+  dashboardOptionInvalid: (option: string, expected: string, value: unknown): string =>
+    `ReactorDashboardModule.forRoot(): '${option}' must be ${expected} (got ${show(value)}).`,
 };

@@ -1,0 +1,844 @@
+/* nest-reactor dashboard: plain JavaScript, no build step. Served behind the app's guard. */
+/* global document, window, fetch, URL, URLSearchParams, setTimeout, clearTimeout */
+'use strict';
+
+(function () {
+  const API = new URL('api/', document.baseURI).pathname;
+  const SVG = 'http://www.w3.org/2000/svg';
+  const TERMINAL = ['completed', 'failed', 'halted', 'cancelled'];
+  const state = { settings: { pollIntervalMs: 1500, statuses: [] }, reactors: [], timer: undefined, route: '' };
+
+  // ---- DOM helpers (text only: nothing from the API is ever parsed as HTML) ----------------------
+  function h(tag, attrs, ...children) {
+    const el = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (v === undefined || v === false || v === null) continue;
+      if (k.startsWith('on')) el.addEventListener(k.slice(2), v);
+      else if (k === 'class') el.className = v;
+      else el.setAttribute(k, v === true ? '' : String(v));
+    }
+    for (const c of children.flat(Infinity)) if (c !== undefined && c !== null && c !== false) el.append(c);
+    return el;
+  }
+  function s(tag, attrs, ...children) {
+    const el = document.createElementNS(SVG, tag);
+    for (const [k, v] of Object.entries(attrs || {})) if (v !== undefined) el.setAttribute(k, String(v));
+    for (const c of children.flat(Infinity)) if (c) el.append(c);
+    return el;
+  }
+  /** Replace the element's children with these (nested arrays flattened, empty ones left out). */
+  const fill = (el, ...children) =>
+    el.replaceChildren(...children.flat(Infinity).filter((c) => c !== '' && c != null && c !== false));
+  const badge = (status) => h('span', { class: `badge st-${status}`, 'data-status': status }, status.replace('_', ' '));
+  const time = (ms) => (ms ? new Date(ms).toLocaleString() : '');
+  const duration = (ms) =>
+    ms < 1000 ? `${ms} ms` : ms < 60000 ? `${(ms / 1000).toFixed(1)} s` : `${Math.round(ms / 60000)} min`;
+  const json = (value) => h('pre', { class: 'json' }, JSON.stringify(value, null, 2) ?? 'undefined');
+  const clip = (text, n) => (text.length > n ? `${text.slice(0, n - 1)}…` : text);
+  const short = (id) => (id.length > 12 ? `${id.slice(0, 8)}…` : id);
+
+  // ---- API ----------------------------------------------------------------------------------------
+  async function get(path, query) {
+    const q = query
+      ? `?${new URLSearchParams(Object.entries(query).filter(([, v]) => v !== '' && v !== undefined))}`
+      : '';
+    const reply = await fetch(API + path + q, { headers: { accept: 'application/json' }, credentials: 'same-origin' });
+    const body = await reply.json().catch(() => ({}));
+    if (!reply.ok) throw Object.assign(new Error(body.message || reply.statusText), { status: reply.status, body });
+    return body;
+  }
+  async function post(path, body) {
+    const reply = await fetch(API + path, {
+      method: 'POST',
+      credentials: 'same-origin',
+      headers: { 'content-type': 'application/json', 'x-reactor-dashboard': '1', accept: 'application/json' },
+      body: JSON.stringify(body || {}),
+    });
+    const answer = await reply.json().catch(() => ({}));
+    if (!reply.ok)
+      throw Object.assign(new Error(answer.message || reply.statusText), { status: reply.status, body: answer });
+    return answer;
+  }
+
+  // ---- Polling --------------------------------------------------------------------------------------
+  function poll(route, work) {
+    clearTimeout(state.timer);
+    const tick = async () => {
+      if (state.route !== route) return;
+      try {
+        await work();
+      } catch (error) {
+        showError(error);
+      }
+      if (state.route === route) state.timer = setTimeout(tick, state.settings.pollIntervalMs);
+    };
+    return tick();
+  }
+  function showError(error) {
+    const bar =
+      document.getElementById('error') || document.body.appendChild(h('div', { id: 'error', class: 'error-bar' }));
+    bar.textContent = error ? `⚠ ${error.message}` : '';
+    bar.hidden = !error;
+  }
+
+  // ---- Counts (header) ----------------------------------------------------------------------------
+  async function refreshCounts(filters) {
+    const { counts, total, capped } = await get('counts', {
+      reactor: filters.reactor,
+      since: filters.since,
+      until: filters.until,
+    });
+    const nav = document.getElementById('counts');
+    nav.replaceChildren(
+      h('span', { class: 'total' }, `${total}${capped ? '+' : ''} runs`),
+      ...state.settings.statuses.map((st) =>
+        h(
+          'a',
+          { class: `count st-${st}${counts[st] ? '' : ' zero'}`, href: `#/?status=${st}`, 'data-count': st },
+          `${st.replace('_', ' ')} `,
+          h('b', {}, String(counts[st])),
+        ),
+      ),
+    );
+  }
+
+  // ---- Runs table ---------------------------------------------------------------------------------
+  function filtersFromHash() {
+    const q = new URLSearchParams(window.location.hash.split('?')[1] || '');
+    return {
+      reactor: q.get('reactor') || '',
+      status: q.get('status') || '',
+      since: q.get('since') || '',
+      until: q.get('until') || '',
+    };
+  }
+  function toHash(filters) {
+    const q = new URLSearchParams(Object.entries(filters).filter(([, v]) => v));
+    window.location.hash = `#/?${q}`;
+  }
+  function renderRuns(route) {
+    const filters = filtersFromHash();
+    const view = document.getElementById('view');
+    const select = (name, options) =>
+      h(
+        'select',
+        { name, onchange: (e) => toHash({ ...filters, [name]: e.target.value }) },
+        h('option', { value: '' }, `every ${name}`),
+        options.map((o) => h('option', { value: o, selected: filters[name] === o }, o)),
+      );
+    const dateInput = (name) =>
+      h('input', {
+        type: 'datetime-local',
+        name,
+        value: filters[name] ? toLocalInput(Number(filters[name])) : '',
+        onchange: (e) =>
+          toHash({ ...filters, [name]: e.target.value ? String(new Date(e.target.value).getTime()) : '' }),
+      });
+    const body = h('tbody', { id: 'runs' });
+    const more = h('button', { class: 'more', hidden: true }, 'Load more');
+    view.replaceChildren(
+      h(
+        'section',
+        { class: 'filters' },
+        select(
+          'reactor',
+          state.reactors.map((r) => r.name),
+        ),
+        select('status', state.settings.statuses),
+        h('label', {}, 'from ', dateInput('since')),
+        h('label', {}, 'to ', dateInput('until')),
+        h('a', { href: '#/', class: 'clear' }, 'clear'),
+      ),
+      h(
+        'table',
+        { class: 'runs' },
+        h(
+          'thead',
+          {},
+          h(
+            'tr',
+            {},
+            ['Run', 'Reactor', 'Status', 'Created', 'Updated', 'Failed at'].map((t) => h('th', {}, t)),
+          ),
+        ),
+        body,
+      ),
+      more,
+    );
+    let extra = [];
+    let cursor;
+    const row = (r) =>
+      h(
+        'tr',
+        { 'data-run': r.runId, 'data-status': r.status },
+        h('td', {}, h('a', { href: `#/runs/${encodeURIComponent(r.runId)}`, class: 'mono' }, short(r.runId))),
+        h('td', {}, r.reactorName),
+        h('td', {}, badge(r.status), r.retriedFrom ? h('span', { class: 'muted' }, ' retry') : ''),
+        h('td', {}, time(r.createdAt)),
+        h('td', {}, time(r.updatedAt)),
+        h('td', { class: 'failure', title: r.failureMessage || '' }, r.failedStep || ''),
+      );
+    more.addEventListener('click', async () => {
+      const page = await get('runs', { ...filters, cursor });
+      extra = extra.concat(page.runs);
+      cursor = page.cursor;
+      body.append(...page.runs.map(row));
+      more.hidden = !cursor;
+    });
+    let shown = '';
+    return poll(route, async () => {
+      const [page] = await Promise.all([get('runs', filters), refreshCounts(filters)]);
+      if (extra.length === 0) cursor = page.cursor;
+      more.hidden = !cursor;
+      showError(undefined);
+      // Rows are rebuilt only when a run changed, so a row is never replaced under the pointer.
+      const text = JSON.stringify([page.runs, extra]);
+      if (text === shown) return;
+      shown = text;
+      body.replaceChildren(...page.runs.map(row), ...extra.map(row));
+      if (page.runs.length === 0) body.append(h('tr', {}, h('td', { colspan: 6, class: 'muted' }, 'No runs match.')));
+      more.hidden = !cursor;
+      showError(undefined);
+    });
+  }
+  function toLocalInput(ms) {
+    const d = new Date(ms - new Date(ms).getTimezoneOffset() * 60000);
+    return d.toISOString().slice(0, 16);
+  }
+
+  // ---- DAG ----------------------------------------------------------------------------------------
+  /** Layers by dependency depth (longest path from a root), nodes in declaration order within a layer. */
+  function layout(steps) {
+    const byName = new Map(steps.map((st) => [st.name, st]));
+    const depth = new Map();
+    const depthOf = (name, seen = new Set()) => {
+      if (depth.has(name)) return depth.get(name);
+      if (seen.has(name)) return 0;
+      seen.add(name);
+      const deps = (byName.get(name)?.dependsOn || []).filter((d) => byName.has(d));
+      const d = deps.length ? 1 + Math.max(...deps.map((x) => depthOf(x, seen))) : 0;
+      depth.set(name, d);
+      return d;
+    };
+    const layers = [];
+    for (const st of steps) (layers[depthOf(st.name)] = layers[depthOf(st.name)] || []).push(st);
+    const W = 190,
+      H = 54,
+      GX = 70,
+      GY = 22;
+    const tallest = Math.max(...layers.map((l) => l.length));
+    const pos = new Map();
+    layers.forEach((layer, i) => {
+      const offset = ((tallest - layer.length) * (H + GY)) / 2;
+      layer.forEach((st, j) => pos.set(st.name, { x: 20 + i * (W + GX), y: 20 + offset + j * (H + GY) }));
+    });
+    return { pos, W, H, width: 40 + layers.length * (W + GX) - GX, height: 40 + tallest * (H + GY) - GY };
+  }
+  function dag(run, onPick) {
+    const { pos, W, H, width, height } = layout(run.steps);
+    const svg = s('svg', {
+      class: 'dag',
+      viewBox: `0 0 ${width} ${height}`,
+      width,
+      height,
+      role: 'img',
+      'aria-label': `DAG of ${run.reactorName}`,
+    });
+    svg.append(
+      s(
+        'defs',
+        {},
+        s(
+          'marker',
+          {
+            id: 'arrow',
+            viewBox: '0 0 10 10',
+            refX: 10,
+            refY: 5,
+            markerWidth: 7,
+            markerHeight: 7,
+            orient: 'auto-start-reverse',
+          },
+          s('path', { d: 'M 0 0 L 10 5 L 0 10 z', class: 'arrowhead' }),
+        ),
+      ),
+    );
+    for (const st of run.steps)
+      for (const dep of st.dependsOn) {
+        const a = pos.get(dep),
+          b = pos.get(st.name);
+        if (!a || !b) continue;
+        const x1 = a.x + W,
+          y1 = a.y + H / 2,
+          x2 = b.x,
+          y2 = b.y + H / 2,
+          mx = (x1 + x2) / 2;
+        svg.append(
+          s('path', {
+            class: 'edge',
+            d: `M ${x1} ${y1} C ${mx} ${y1}, ${mx} ${y2}, ${x2} ${y2}`,
+            'marker-end': 'url(#arrow)',
+          }),
+        );
+      }
+    for (const st of run.steps) {
+      const p = pos.get(st.name);
+      const progress = run.maps[st.name];
+      const node = s(
+        'g',
+        {
+          class: `node st-${st.status}`,
+          transform: `translate(${p.x} ${p.y})`,
+          'data-step': st.name,
+          'data-status': st.status,
+          tabindex: 0,
+        },
+        s(
+          'title',
+          {},
+          document.createTextNode(
+            `${st.name} (${st.kind}): ${st.status}${st.attempts > 1 ? `, ${st.attempts} attempts` : ''}${st.rollback ? `, ${st.rollback}` : ''}`,
+          ),
+        ),
+        s('rect', { width: W, height: H, rx: 9 }),
+        s('text', { x: 12, y: 21, class: 'name' }, document.createTextNode(clip(st.name, 17))),
+        s(
+          'text',
+          { x: 12, y: 40, class: 'kind' },
+          document.createTextNode(
+            clip(`${st.kind}${st.fanOut ? ' · fan-out' : ''}${st.reactor ? ` → ${st.reactor}` : ''}`, 30),
+          ),
+        ),
+        s(
+          'text',
+          { x: W - 10, y: 21, class: 'status', 'text-anchor': 'end' },
+          document.createTextNode(st.status + (st.attempts > 1 ? ` ×${st.attempts}` : '')),
+        ),
+      );
+      if (progress && progress.total > 0) {
+        const ok = (progress.succeeded / progress.total) * (W - 2),
+          bad = (progress.failed / progress.total) * (W - 2);
+        node.append(
+          s('rect', { x: 1, y: H - 6, width: ok, height: 5, class: 'bar-ok' }),
+          s('rect', { x: 1 + ok, y: H - 6, width: bad, height: 5, class: 'bar-bad' }),
+        );
+      }
+      node.addEventListener('click', () => onPick(st));
+      svg.append(node);
+    }
+    return h('section', { class: 'dag-wrap' }, h('h3', {}, 'Steps'), svg, legend());
+  }
+  function legend() {
+    return h(
+      'div',
+      { class: 'legend' },
+      ['pending', 'running', 'paused', 'completed', 'failed', 'undone', 'skipped', 'halted'].map((st) =>
+        h('span', { class: `key st-${st}` }, st),
+      ),
+    );
+  }
+
+  // ---- Trace timeline -------------------------------------------------------------------------------
+  function timeline(run) {
+    const start = run.trace.length ? run.trace[0].at : run.createdAt;
+    const end = Math.max(run.finishedAt || 0, ...run.trace.map((e) => e.at), start + 1);
+    const span = end - start || 1;
+    const rows = run.steps
+      .filter((st) => st.startedAt !== undefined)
+      .map((st) => {
+        const from = st.startedAt,
+          to = st.finishedAt !== undefined ? st.finishedAt : TERMINAL.includes(run.status) ? from : Date.now();
+        const bar = h('div', { class: `tl-bar st-${st.status}` });
+        bar.style.left = `${((from - start) / span) * 100}%`;
+        bar.style.width = `${Math.max(0.6, ((Math.min(to, end) - from) / span) * 100)}%`;
+        return h(
+          'div',
+          { class: 'tl-row' },
+          h('span', { class: 'tl-name' }, st.name),
+          h('div', { class: 'tl-track' }, bar),
+          h('span', { class: 'tl-dur' }, st.finishedAt !== undefined ? duration(st.finishedAt - from) : '…'),
+        );
+      });
+    const entries = h(
+      'table',
+      { class: 'trace' },
+      h(
+        'thead',
+        {},
+        h(
+          'tr',
+          {},
+          ['+ms', 'Δ', 'Event', 'Step', 'Detail'].map((t) => h('th', {}, t)),
+        ),
+      ),
+      h(
+        'tbody',
+        {},
+        run.trace.map((e, i) =>
+          h(
+            'tr',
+            { class: `tr-${e.type}` },
+            h('td', { class: 'mono' }, `+${e.at - start}`),
+            h('td', { class: 'mono muted' }, i ? `${e.at - run.trace[i - 1].at}` : ''),
+            h('td', {}, e.type + (e.attempt ? ` #${e.attempt}` : '') + (e.ok === false ? ' ✗' : '')),
+            h('td', {}, e.step),
+            h(
+              'td',
+              { class: 'detail' },
+              [
+                e.detail,
+                e.delayMs !== undefined ? `retry in ${e.delayMs} ms` : '',
+                e.arguments ? JSON.stringify(e.arguments) : '',
+              ]
+                .filter(Boolean)
+                .join(' · '),
+            ),
+          ),
+        ),
+      ),
+    );
+    return h(
+      'section',
+      { class: 'timeline' },
+      h('h3', {}, 'Timeline'),
+      h('div', { class: 'tl' }, rows),
+      h('details', {}, h('summary', {}, `Trace (${run.trace.length} entries, ${duration(end - start)})`), entries),
+    );
+  }
+
+  // ---- Run page -------------------------------------------------------------------------------------
+  /** A button that asks before it acts; the question stays open while the run page re-renders. */
+  function confirmButton(label, question, action, cls) {
+    const key = label.toLowerCase();
+    const wrap = h('span', { class: 'action' });
+    const button = h('button', { class: cls || '', 'data-action': key }, label);
+    const close = () => {
+      state.confirming = undefined;
+      wrap.replaceChildren(button);
+    };
+    const ask = () => {
+      state.confirming = key;
+      wrap.replaceChildren(
+        h(
+          'span',
+          { class: 'confirm' },
+          question,
+          ' ',
+          h(
+            'button',
+            {
+              class: 'danger',
+              'data-confirm': key,
+              onclick: async (e) => {
+                e.target.disabled = true;
+                state.confirming = undefined;
+                try {
+                  await action();
+                  showError(undefined);
+                } catch (error) {
+                  showError(error);
+                }
+                wrap.replaceChildren(button);
+              },
+            },
+            `Yes, ${key}`,
+          ),
+          ' ',
+          h('button', { onclick: close }, 'No'),
+        ),
+      );
+    };
+    button.addEventListener('click', ask);
+    if (state.confirming === key) ask();
+    else wrap.append(button);
+    return wrap;
+  }
+  function payloadTemplate(payload) {
+    if (!payload || payload.kind === 'any' || payload.kind === 'dto') return {};
+    if (payload.kind === 'value')
+      return { string: '', number: 0, integer: 0, boolean: true, array: [], object: {} }[payload.type] ?? null;
+    return Object.fromEntries(
+      payload.fields.map((f) => [
+        f.name,
+        { string: '', number: 0, integer: 0, boolean: true, array: [], object: {}, date: new Date().toISOString() }[
+          f.type
+        ] ?? null,
+      ]),
+    );
+  }
+  function interruptForm(run, interrupt) {
+    const area = h(
+      'textarea',
+      { rows: 5, name: 'payload', 'data-interrupt': interrupt.path },
+      JSON.stringify(payloadTemplate(interrupt.payload), null, 2),
+    );
+    const errors = h('div', { class: 'field-errors' });
+    const describe =
+      interrupt.payload && interrupt.payload.kind === 'fields'
+        ? interrupt.payload.fields.map((f) => `${f.name}: ${f.type}${f.optional ? '?' : ''}`).join(', ')
+        : interrupt.payload && interrupt.payload.kind === 'dto'
+          ? `a ${interrupt.payload.name}`
+          : 'any JSON value';
+    return h(
+      'form',
+      {
+        class: 'interrupt',
+        onsubmit: async (e) => {
+          e.preventDefault();
+          errors.replaceChildren();
+          let payload;
+          try {
+            payload = JSON.parse(area.value);
+          } catch {
+            errors.append(h('div', {}, 'The payload is not JSON.'));
+            return;
+          }
+          try {
+            await post(`runs/${encodeURIComponent(run.runId)}/continue`, { step: interrupt.path, payload });
+            refreshRun();
+          } catch (error) {
+            const fe = (error.body && error.body.fieldErrors) || {};
+            errors.append(
+              h('div', {}, error.message),
+              ...Object.entries(fe).map(([k, v]) => h('div', {}, `${k}: ${v.join('; ')}`)),
+            );
+            if (error.body && error.body.attemptsLeft !== undefined)
+              errors.append(h('div', {}, `${error.body.attemptsLeft} attempts left`));
+          }
+        },
+      },
+      h('h3', {}, `Waiting at ${interrupt.path}`),
+      h(
+        'p',
+        { class: 'muted' },
+        `Paused ${time(interrupt.pausedAt)}`,
+        interrupt.correlationId ? ` · correlation id ${interrupt.correlationId}` : '',
+        interrupt.timeoutAt ? ` · times out ${time(interrupt.timeoutAt)}` : '',
+        ` · payload: ${describe}`,
+      ),
+      area,
+      errors,
+      h('button', { type: 'submit', class: 'primary' }, 'Answer'),
+    );
+  }
+  function failureBox(failure) {
+    const causes = [];
+    for (let c = failure.cause; c; c = c.cause)
+      causes.push(
+        h(
+          'li',
+          {},
+          `${c.reactorName}${c.stepName ? ` › ${c.stepName}` : ''}${c.elementIndex !== undefined ? ` [element ${c.elementIndex}]` : ''}: ${c.message}`,
+        ),
+      );
+    return h(
+      'section',
+      { class: 'failure-box' },
+      h('h3', {}, `Failed at ${failure.stepName || '(before any step)'}`, h('span', { class: 'code' }, failure.code)),
+      h('p', {}, `${failure.exceptionClass}: ${failure.errorMessage}`),
+      h('p', { class: 'muted' }, failure.message),
+      causes.length ? h('ul', { class: 'causes' }, causes) : '',
+      failure.fieldErrors ? json(failure.fieldErrors) : '',
+      failure.rollbackFailures.length
+        ? h(
+            'div',
+            { class: 'rollback-failures' },
+            h('h4', {}, `${failure.rollbackFailures.length} rollback failure(s)`),
+            h(
+              'ul',
+              {},
+              failure.rollbackFailures.map((f) =>
+                h(
+                  'li',
+                  {},
+                  `${f.kind} of ${f.reactorName ? `${f.reactorName} › ` : ''}${f.step}${f.elementIndex !== undefined ? ` [element ${f.elementIndex}]` : ''} (${f.reason}): ${f.message}`,
+                ),
+              ),
+            ),
+          )
+        : h('p', { class: 'muted' }, 'Rollback complete: no rollback failures.'),
+    );
+  }
+  function mapPanel(run, step, progress, path) {
+    const pct = (n) => `${progress.total ? (n / progress.total) * 100 : 0}%`;
+    const ok = h('div', { class: 'bar-ok' }),
+      bad = h('div', { class: 'bar-bad' }),
+      rest = h('div', { class: 'bar-flight' });
+    ok.style.width = pct(progress.succeeded);
+    bad.style.width = pct(progress.failed + progress.halted);
+    rest.style.width = pct(Math.max(0, progress.dispatched - progress.settled));
+    const list = h('div', { class: 'elements' });
+    const drill = h('button', { 'data-drill': path }, 'Failed elements');
+    let from = 0;
+    const load = async () => {
+      const page = await get(`runs/${encodeURIComponent(run.runId)}/maps/${encodeURIComponent(path)}/elements`, {
+        from,
+      });
+      list.append(
+        ...page.elements.map((e) =>
+          h(
+            'div',
+            { class: 'element' },
+            h('b', {}, `#${e.index}`),
+            ' ',
+            badge(e.status),
+            ' ',
+            e.failure ? `${e.failure.stepName || ''}: ${e.failure.errorMessage}` : e.reason || '',
+          ),
+        ),
+      );
+      from = page.next;
+      drill.textContent = from !== undefined ? `More (from #${from})` : 'Failed elements';
+      drill.disabled = from === undefined;
+      if (from === undefined && list.childElementCount === 0)
+        list.append(h('div', { class: 'muted' }, 'No failed elements.'));
+    };
+    drill.addEventListener('click', () => load().catch(showError));
+    return h(
+      'section',
+      { class: 'map', id: `map-${path}` },
+      h(
+        'h3',
+        {},
+        `Map ${step}`,
+        h('span', { class: 'muted' }, ` ${progress.mode === 'fanOut' ? 'fan-out' : 'inline'}`),
+      ),
+      h('div', { class: 'progress', title: `${progress.settled}/${progress.total}` }, ok, bad, rest),
+      h(
+        'p',
+        {},
+        `${progress.settled} / ${progress.total} settled · ${progress.succeeded} succeeded · ${progress.failed} failed${progress.halted ? ` · ${progress.halted} halted` : ''}${progress.skipped ? ` · ${progress.skipped} skipped` : ''}${progress.failedIndex !== undefined ? ` · first failure at #${progress.failedIndex}` : ''}${progress.done ? ' · done' : ''}`,
+      ),
+      progress.failed + progress.halted > 0 ? drill : '',
+      list,
+    );
+  }
+  function runBody(run, path) {
+    const children = Object.entries(run.children);
+    const pick = (st) => {
+      const target = document.getElementById(
+        st.kind === 'compose'
+          ? `child-${path}${st.name}`
+          : st.kind === 'map'
+            ? `map-${path}${st.name}`
+            : `step-${path}${st.name}`,
+      );
+      if (target) target.scrollIntoView({ behavior: 'smooth', block: 'start' });
+    };
+    return [
+      dag(run, pick),
+      run.failure ? failureBox(run.failure) : '',
+      run.halt
+        ? h('section', { class: 'halt' }, h('h3', {}, `Halted at ${run.halt.step}`), h('p', {}, run.halt.reason))
+        : '',
+      run.cancellation
+        ? h(
+            'section',
+            { class: 'halt' },
+            h('h3', {}, 'Cancelled'),
+            h('p', {}, run.cancellation.reason),
+            run.cancellation.rollbackFailures.length ? json(run.cancellation.rollbackFailures) : '',
+          )
+        : '',
+      run.rollback
+        ? h(
+            'section',
+            { class: 'halt' },
+            h('h3', {}, `Rolling back (to ${run.rollback.target})`),
+            run.rollback.compensate.length
+              ? h('p', {}, `Compensation of ${run.rollback.compensate.join(', ')} did not finish yet`)
+              : '',
+          )
+        : '',
+      Object.entries(run.maps).map(([step, progress]) => mapPanel(run, step, progress, path + step)),
+      timeline(run),
+      h(
+        'section',
+        { class: 'grid' },
+        h('div', {}, h('h3', {}, 'Inputs'), json(run.inputs)),
+        h(
+          'div',
+          {},
+          h('h3', {}, 'Steps'),
+          h(
+            'table',
+            { class: 'steps' },
+            h(
+              'tbody',
+              {},
+              run.steps.map((st) =>
+                h(
+                  'tr',
+                  { id: `step-${path}${st.name}` },
+                  h('td', {}, st.name),
+                  h('td', {}, badge(st.status)),
+                  h(
+                    'td',
+                    { class: 'muted' },
+                    `${st.attempts}/${st.maxAttempts} attempts${st.rollback ? ` · ${st.rollback}` : ''}`,
+                  ),
+                ),
+              ),
+            ),
+          ),
+          h('p', { class: 'muted' }, `Undo stack: ${run.undoStack.join(' → ') || '(empty)'}`),
+        ),
+        h(
+          'div',
+          {},
+          h('h3', {}, 'Results'),
+          h('details', {}, h('summary', {}, Object.keys(run.results).join(', ') || '(none)'), json(run.results)),
+          run.status === 'completed' ? h('div', {}, h('h3', {}, 'Value'), json(run.value)) : '',
+        ),
+      ),
+      Object.keys(run.asyncUnits).length
+        ? h(
+            'section',
+            {},
+            h('h3', {}, 'Async units'),
+            h(
+              'ul',
+              {},
+              Object.entries(run.asyncUnits).map(([step, u]) =>
+                h(
+                  'li',
+                  {},
+                  `${step}: `,
+                  h('a', { href: `#/runs/${encodeURIComponent(u.runId)}` }, `${u.reactorName} ${short(u.runId)}`),
+                  ' ',
+                  badge(u.status),
+                ),
+              ),
+            ),
+          )
+        : '',
+      children.map(([name, child]) =>
+        h(
+          'details',
+          { class: 'child', id: `child-${path}${name}`, open: child.status !== 'completed' },
+          h('summary', {}, `Composed ${name} → ${child.reactorName} `, badge(child.status)),
+          runBody(child, `${path}${name}.`),
+        ),
+      ),
+    ];
+  }
+  let refreshRun = () => undefined;
+  function renderRun(route, runId) {
+    state.confirming = undefined;
+    const view = document.getElementById('view');
+    view.replaceChildren(h('p', { class: 'muted' }, 'Loading…'));
+    let last = '';
+    refreshRun = () =>
+      poll(route, async () => {
+        const run = await get(`runs/${encodeURIComponent(runId)}`);
+        const text = JSON.stringify(run);
+        if (text === last) return;
+        last = text;
+        const actions = h(
+          'div',
+          { class: 'actions' },
+          run.actions.retry
+            ? confirmButton(
+                'Retry',
+                'Run it again with the same inputs?',
+                async () => {
+                  const answer = await post(`runs/${encodeURIComponent(runId)}/retry`);
+                  if (answer.runId !== runId) window.location.hash = `#/runs/${encodeURIComponent(answer.runId)}`;
+                  else refreshRun();
+                },
+                'primary',
+              )
+            : '',
+          run.actions.undo
+            ? confirmButton(
+                'Undo',
+                'Undo every completed step of this run?',
+                async () => {
+                  await post(`runs/${encodeURIComponent(runId)}/undo`);
+                  refreshRun();
+                },
+                'danger',
+              )
+            : '',
+          run.actions.cancel
+            ? confirmButton(
+                'Cancel',
+                'Cancel this run and undo its completed steps?',
+                async () => {
+                  await post(`runs/${encodeURIComponent(runId)}/cancel`, { reason: 'cancelled from the dashboard' });
+                  refreshRun();
+                },
+                'danger',
+              )
+            : '',
+        );
+        const interrupts = [];
+        const collect = (r) => {
+          interrupts.push(...r.pendingInterrupts);
+          Object.values(r.children).forEach(collect);
+        };
+        collect(run);
+        const scroll = window.scrollY;
+        fill(
+          view,
+          h(
+            'section',
+            { class: 'run-head', 'data-run': run.runId, 'data-status': run.status },
+            h(
+              'div',
+              {},
+              h('a', { href: '#/' }, '← runs'),
+              h('h2', {}, run.reactorName, ' ', badge(run.status)),
+              h('p', { class: 'muted mono' }, run.runId),
+              h(
+                'p',
+                { class: 'muted' },
+                `created ${time(run.createdAt)} · updated ${time(run.updatedAt)}`,
+                run.finishedAt ? ` · took ${duration(run.finishedAt - run.createdAt)}` : '',
+                run.currentSteps.length ? ` · at ${run.currentSteps.join(', ')}` : '',
+              ),
+              run.retriedFrom
+                ? h(
+                    'p',
+                    {},
+                    'Retry #',
+                    String(run.retryCount),
+                    ' of ',
+                    h('a', { href: `#/runs/${encodeURIComponent(run.retriedFrom)}` }, short(run.retriedFrom)),
+                  )
+                : '',
+            ),
+            actions,
+          ),
+          run.status === 'paused' ? interrupts.map((i) => interruptForm(run, i)) : '',
+          runBody(run, ''),
+        );
+        window.scrollTo(0, scroll);
+        showError(undefined);
+        refreshCounts({}).catch(() => undefined);
+      });
+    return refreshRun();
+  }
+
+  // ---- Router ---------------------------------------------------------------------------------------
+  function route() {
+    const hash = window.location.hash || '#/';
+    state.route = hash;
+    showError(undefined);
+    const run = /^#\/runs\/([^?]+)/.exec(hash);
+    if (run) return renderRun(hash, decodeURIComponent(run[1]));
+    return renderRuns(hash);
+  }
+  async function start() {
+    try {
+      const [settings, { reactors }] = await Promise.all([get('settings'), get('reactors')]);
+      state.settings = settings;
+      state.reactors = reactors;
+    } catch (error) {
+      showError(error);
+    }
+    window.addEventListener('hashchange', route);
+    route();
+  }
+  start();
+})();

@@ -1,0 +1,185 @@
+/**
+ * The dashboard's page in a real headless Chromium (the system's package, driven by
+ * puppeteer-core): the runs table, a failed run's DAG, retrying it, answering an interrupt, a fan-out
+ * map's failed elements. Writes a screenshot of a run page to docs/dashboard.png.
+ *
+ * Chromium is found through CHROMIUM_PATH (or PUPPETEER_EXECUTABLE_PATH), else `chromium` or
+ * `chromium-browser` on PATH (Debian: `apt-get install -y chromium`). Without it this file fails.
+ */
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import type { INestApplication } from '@nestjs/common';
+import puppeteer, { type Browser, type Page } from 'puppeteer-core';
+import { ReactorClient } from '../../lib/nest/reactor.client';
+import { CARD, Gate, Switches, TOKEN, dashboardApp } from './dashboard.fixtures';
+
+/** The page's document, as the functions evaluated in the browser use it (this project compiles without the DOM lib). */
+interface PageElement {
+  textContent: string | null;
+  getAttribute(name: string): string | null;
+}
+declare const document: {
+  querySelector(selector: string): PageElement | null;
+  querySelectorAll(selector: string): Iterable<PageElement> & ArrayLike<PageElement>;
+};
+
+const SCREENSHOT = join(__dirname, '..', '..', 'docs', 'dashboard.png');
+
+function findChromium(): string {
+  const fromEnv = process.env.CHROMIUM_PATH ?? process.env.PUPPETEER_EXECUTABLE_PATH;
+  if (fromEnv) {
+    if (!existsSync(fromEnv)) throw new Error(`CHROMIUM_PATH is '${fromEnv}', which does not exist.`);
+    return fromEnv;
+  }
+  for (const name of ['chromium', 'chromium-browser']) {
+    try {
+      const path = execFileSync('which', [name], { encoding: 'utf8' }).trim();
+      if (path) return path;
+    } catch {
+      // not this one
+    }
+  }
+  throw new Error(
+    'The dashboard browser test needs Chromium: install it (Debian/Ubuntu: apt-get install -y chromium) ' +
+      'or set CHROMIUM_PATH to its executable.',
+  );
+}
+
+describe('the dashboard page in headless Chromium', () => {
+  let app: INestApplication;
+  let browser: Browser;
+  let page: Page;
+  let base: string;
+  let client: ReactorClient;
+  const problems: string[] = [];
+
+  beforeAll(async () => {
+    const executablePath = findChromium();
+    app = await dashboardApp({ pollIntervalMs: 200 });
+    await app.listen(0, '127.0.0.1');
+    base = `${await app.getUrl()}/admin/reactor/`;
+    client = app.get(ReactorClient);
+    browser = await puppeteer.launch({
+      executablePath,
+      headless: true,
+      args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'],
+    });
+    page = await browser.newPage();
+    await page.setViewport({ width: 1280, height: 900 });
+    await page.setExtraHTTPHeaders({ authorization: `Bearer ${TOKEN}` });
+    // Script errors and CSP violations fail the test.
+    page.on('pageerror', (error) => problems.push(`pageerror: ${String(error)}`));
+    page.on('console', (message) => {
+      if (message.type() === 'error') problems.push(`console: ${message.text()}`);
+    });
+  }, 60_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await app?.close();
+  });
+
+  afterEach(() => {
+    expect(problems).toEqual([]);
+  });
+
+  it('lists runs, opens a failed run, shows its DAG with the failed step marked, retries it and sees it complete', async () => {
+    await client.run('dash-checkout', { orderId: 'b-ok', card: CARD });
+    app.get(Switches).failCharges = 1;
+    const failed = await client.run('dash-checkout', { orderId: 'b-failed', card: CARD });
+    expect(failed.status).toBe('failed');
+    await client.run('dash-parent', { n: 3 });
+
+    await page.goto(base, { waitUntil: 'domcontentloaded' });
+    await page.waitForSelector(`tr[data-run="${failed.runId}"][data-status="failed"]`);
+    await page.waitForFunction(
+      () => Number(document.querySelector('[data-count="failed"] b')?.textContent ?? '0') >= 1,
+    );
+    expect(await page.$eval(`tr[data-run="${failed.runId}"] td.failure`, (td) => td.textContent)).toBe('charge');
+
+    await page.$eval(`tr[data-run="${failed.runId}"] a`, (a) => (a as unknown as { click(): void }).click());
+    await page.waitForSelector(`.run-head[data-run="${failed.runId}"][data-status="failed"]`);
+    await page.waitForSelector('svg.dag g.node[data-step="charge"][data-status="failed"]');
+    const nodes = await page.$$eval('svg.dag g.node', (gs) =>
+      gs.map((g) => [g.getAttribute('data-step'), g.getAttribute('data-status')]),
+    );
+    expect(nodes).toEqual([
+      ['reserve', 'undone'],
+      ['charge', 'failed'],
+      ['ship', 'pending'],
+    ]);
+    expect(await page.$eval('.failure-box', (el) => el.textContent)).toContain('card declined for b-failed');
+    const html = await page.content();
+    expect(html).not.toContain(CARD);
+    expect(html).not.toContain(TOKEN);
+    mkdirSync(join(__dirname, '..', '..', 'docs'), { recursive: true });
+    await page.screenshot({ path: SCREENSHOT as `${string}.png`, fullPage: true });
+
+    await page.click('button[data-action="retry"]');
+    await page.click('button[data-confirm="retry"]');
+    await page.waitForFunction(
+      (id) => {
+        const head = document.querySelector('.run-head');
+        return head && head.getAttribute('data-run') !== id && head.getAttribute('data-status') === 'completed';
+      },
+      { timeout: 10_000 },
+      failed.runId,
+    );
+    const retried = await page.$eval('.run-head', (el) => el.getAttribute('data-run'));
+    expect((await client.get(retried!))?.retriedFrom).toBe(failed.runId);
+    await page.waitForFunction(() =>
+      [...document.querySelectorAll('svg.dag g.node')].every((g) => g.getAttribute('data-status') === 'completed'),
+    );
+  }, 60_000);
+
+  it('updates the DAG live while the run moves: the held step runs, then every step completes', async () => {
+    const started = await client.start('dash-gated', {});
+    await page.goto(`${base}#/runs/${encodeURIComponent(started.runId)}`, { waitUntil: 'domcontentloaded' });
+    await page.waitForSelector('svg.dag g.node[data-step="hold"][data-status="running"]');
+    expect(await page.$eval('svg.dag g.node[data-step="first"]', (g) => g.getAttribute('data-status'))).toBe(
+      'completed',
+    );
+    expect(await page.$eval('svg.dag g.node[data-step="last"]', (g) => g.getAttribute('data-status'))).toBe('pending');
+    expect(await page.$eval('.run-head', (el) => el.getAttribute('data-status'))).toBe('running');
+    app.get(Gate).open();
+    await page.waitForSelector(`.run-head[data-run="${started.runId}"][data-status="completed"]`);
+    expect(
+      await page.$$eval('svg.dag g.node', (gs) =>
+        gs.map((g) => `${g.getAttribute('data-step')}:${g.getAttribute('data-status')}`),
+      ),
+    ).toEqual(['first:completed', 'hold:completed', 'last:completed']);
+  }, 30_000);
+
+  it('answers a paused run’s interrupt from its form, refusing an invalid payload first', async () => {
+    const paused = await client.run('dash-approval', { requestId: 'b-approval' });
+    await page.goto(`${base}#/runs/${encodeURIComponent(paused.runId)}`, { waitUntil: 'domcontentloaded' });
+    await page.waitForSelector('svg.dag g.node[data-step="approve"][data-status="paused"]');
+    const area = 'textarea[data-interrupt="approve"]';
+    await page.$eval(area, (el) => ((el as unknown as { value: string }).value = '{"approved": "yes"}'));
+    await page.click('form.interrupt button[type="submit"]');
+    await page.waitForFunction(() => /approver/.test(document.querySelector('.field-errors')?.textContent ?? ''));
+    await page.$eval(
+      area,
+      (el) => ((el as unknown as { value: string }).value = '{"approved": true, "approver": "grace"}'),
+    );
+    await page.click('form.interrupt button[type="submit"]');
+    await page.waitForSelector(`.run-head[data-run="${paused.runId}"][data-status="completed"]`);
+    expect((await client.get(paused.runId))?.status).toBe('completed');
+    // The invalid payload is no console error of the page: it is shown in the form.
+    problems.splice(0, problems.length, ...problems.filter((p) => !/status of 422/.test(p)));
+  }, 30_000);
+
+  it('shows a fan-out map’s progress and drills down to its failed elements', async () => {
+    const started = await client.run('dash-import', { items: ['a', 'bad-x', 'b', 'bad-y'] });
+    await client.wait(started.runId, { timeoutMs: 10_000 });
+    await page.goto(`${base}#/runs/${encodeURIComponent(started.runId)}`, { waitUntil: 'domcontentloaded' });
+    await page.waitForSelector('section.map');
+    expect(await page.$eval('section.map p', (p) => p.textContent)).toContain('4 / 4 settled');
+    await page.click('button[data-drill="lines"]');
+    await page.waitForFunction(() => document.querySelectorAll('.elements .element').length === 2);
+    const elements = await page.$$eval('.elements .element', (els) => els.map((e) => e.textContent));
+    expect(elements[0]).toMatch(/#1.*failed.*cannot load 'bad-x'/);
+    expect(elements[1]).toMatch(/#3.*failed.*cannot load 'bad-y'/);
+  }, 30_000);
+});

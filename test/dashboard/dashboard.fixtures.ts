@@ -1,0 +1,222 @@
+import { Injectable, UnauthorizedException, type CanActivate, type ExecutionContext } from '@nestjs/common';
+import { Test } from '@nestjs/testing';
+import type { INestApplication } from '@nestjs/common';
+import { ReactorModule } from '../../lib/nest/reactor.module';
+import { Reactor } from '../../lib/nest/reactor.decorator';
+import { Step } from '../../lib/nest/step.decorator';
+import type { ReactorBlueprint } from '../../lib/core/definition/reactor-blueprint';
+import type { ReactorBuilder } from '../../lib/core/definition/builder';
+import type { StepHandler } from '../../lib/core/definition/step';
+import { failure, success } from '../../lib/core/results/step-outcome';
+import { ReactorDashboardModule } from '../../lib/dashboard';
+import type { ReactorDashboardOptions } from '../../lib/dashboard';
+import type { ReactorModuleOptions } from '../../lib/config';
+
+/** The token the test guard wants, as `authorization: Bearer <token>`. */
+export const TOKEN = 'dashboard-test-token-7f3a';
+/** A redacted input value: it must never reach the dashboard. */
+export const CARD = '4242-4242-4242-4242';
+
+/** The app's guard: a bearer token. */
+@Injectable()
+export class TokenGuard implements CanActivate {
+  canActivate(context: ExecutionContext): boolean {
+    const request = context.switchToHttp().getRequest<{ headers: Record<string, string | undefined> }>();
+    if (request.headers.authorization !== `Bearer ${TOKEN}`) throw new UnauthorizedException();
+    return true;
+  }
+}
+
+/** Switches the tests flip: how many charges fail before one succeeds. */
+@Injectable()
+export class Switches {
+  failCharges = 0;
+  readonly released: string[] = [];
+}
+
+@Step('dash-reserve')
+export class ReserveStep implements StepHandler<{ orderId: string }, string> {
+  constructor(private readonly switches: Switches) {}
+  run({ orderId }: { orderId: string }) {
+    return success(`hold-${orderId}`);
+  }
+  undo(hold: string) {
+    this.switches.released.push(hold);
+  }
+}
+
+@Step('dash-charge')
+export class ChargeStep implements StepHandler<{ orderId: string; card: string }, string> {
+  constructor(private readonly switches: Switches) {}
+  run({ orderId }: { orderId: string; card: string }) {
+    if (this.switches.failCharges > 0) {
+      this.switches.failCharges--;
+      return failure(new Error(`card declined for ${orderId}`), { retryable: false });
+    }
+    return success(`ch-${orderId}`);
+  }
+}
+
+/** reserve -> charge -> ship; the card is a redacted input. */
+@Reactor('dash-checkout')
+export class CheckoutReactor implements ReactorBlueprint<{ orderId: string; card: string }> {
+  build(r: ReactorBuilder<{ orderId: string; card: string }>) {
+    const orderId = r.input('orderId', { type: 'string' });
+    const card = r.input('card', { type: 'string', redact: true });
+    const hold = r.step('reserve', ReserveStep, { orderId });
+    const charge = r.step('charge', ChargeStep, { orderId, card }, { waitFor: [hold] });
+    return r.step('ship', ({ charge }: { charge: string }) => success(`sh-${charge}`), { charge });
+  }
+}
+
+/** Waits for a decision at interrupt `approve`, then issues. */
+@Reactor('dash-approval')
+export class ApprovalReactor implements ReactorBlueprint<{ requestId: string }> {
+  build(r: ReactorBuilder<{ requestId: string }>) {
+    const requestId = r.input('requestId', { type: 'string' });
+    const decision = r.interrupt<{ approved: boolean; approver: string }, { requestId: string }>('approve', {
+      args: { requestId },
+      payload: { approved: { type: 'boolean' }, approver: { type: 'string', minLength: 1 } },
+      maxAttempts: 3,
+    });
+    return r.step('issue', ({ decision }: { decision: { approved: boolean } }) => success(decision.approved), {
+      decision,
+    });
+  }
+}
+
+@Reactor('dash-import-line')
+export class ImportLineReactor implements ReactorBlueprint<{ item: string }> {
+  build(r: ReactorBuilder<{ item: string }>) {
+    return r.step(
+      'load',
+      ({ item }: { item: string }) =>
+        item.startsWith('bad') ? failure(new Error(`cannot load '${item}'`), { retryable: false }) : success(item),
+      { item: r.input('item', { type: 'string' }) },
+    );
+  }
+}
+
+/** A fan-out map over items (not atomic: every element runs; `bad*` items fail). */
+@Reactor('dash-import')
+export class ImportReactor implements ReactorBlueprint<{ items: string[] }> {
+  build(r: ReactorBuilder<{ items: string[] }>) {
+    return r.map('lines', {
+      source: r.input('items', { type: 'array' }),
+      element: ImportLineReactor,
+      inputs: (item) => ({ item }),
+      atomic: false,
+      fanOut: { batchSize: 2 },
+    });
+  }
+}
+
+/** The same map, inline (its element records live in the run's results). */
+@Reactor('dash-inline-import')
+export class InlineImportReactor implements ReactorBlueprint<{ items: string[] }> {
+  build(r: ReactorBuilder<{ items: string[] }>) {
+    return r.map('lines', {
+      source: r.input('items', { type: 'array' }),
+      element: ImportLineReactor,
+      inputs: (item) => ({ item }),
+      atomic: false,
+    });
+  }
+}
+
+@Reactor('dash-child')
+export class ChildReactor implements ReactorBlueprint<{ n: number }> {
+  build(r: ReactorBuilder<{ n: number }>) {
+    const a = r.step('double', ({ n }: { n: number }) => success(n * 2), { n: r.input('n', { type: 'number' }) });
+    return r.step('inc', ({ a }: { a: number }) => success(a + 1), { a });
+  }
+}
+
+/** Composes {@link ChildReactor}. */
+@Reactor('dash-parent')
+export class ParentReactor implements ReactorBlueprint<{ n: number }> {
+  build(r: ReactorBuilder<{ n: number }>) {
+    const n = r.input('n', { type: 'number' });
+    const child = r.compose('child', ChildReactor, { n });
+    return r.step('report', ({ child }: { child: number }) => success(`got ${child}`), { child });
+  }
+}
+
+/** Composes {@link ApprovalReactor}: its interrupt is `approval.approve` from this run. */
+@Reactor('dash-approval-parent')
+export class ApprovalParentReactor implements ReactorBlueprint<{ requestId: string }> {
+  build(r: ReactorBuilder<{ requestId: string }>) {
+    return r.compose('approval', ApprovalReactor, { requestId: r.input('requestId', { type: 'string' }) });
+  }
+}
+
+/** Holds step `hold` of {@link GatedReactor} until the test opens it. */
+@Injectable()
+export class Gate {
+  private opened!: () => void;
+  private readonly gate = new Promise<void>((resolve) => (this.opened = resolve));
+  entered = false;
+  open(): void {
+    this.opened();
+  }
+  async pass(): Promise<void> {
+    this.entered = true;
+    await this.gate;
+  }
+}
+
+@Step('dash-hold')
+export class HoldStep implements StepHandler<Record<string, never>, string> {
+  constructor(private readonly gate: Gate) {}
+  async run() {
+    await this.gate.pass();
+    return success('released');
+  }
+}
+
+/** first -> hold (waits for the {@link Gate}) -> last: a run that moves while the page watches. */
+@Reactor('dash-gated')
+export class GatedReactor implements ReactorBlueprint<object> {
+  build(r: ReactorBuilder<object>) {
+    const first = r.step('first', () => success(1), {});
+    const hold = r.step('hold', HoldStep, {}, { waitFor: [first] });
+    return r.step('last', () => success(2), {}, { waitFor: [hold] });
+  }
+}
+
+export const DASHBOARD_PROVIDERS = [
+  Gate,
+  HoldStep,
+  GatedReactor,
+  Switches,
+  ReserveStep,
+  ChargeStep,
+  CheckoutReactor,
+  ApprovalReactor,
+  ApprovalParentReactor,
+  ImportLineReactor,
+  ImportReactor,
+  InlineImportReactor,
+  ChildReactor,
+  ParentReactor,
+];
+
+/**
+ * A Nest app with the dashboard at `admin/reactor` behind {@link TokenGuard}: on the embedded
+ * runtime, or on the one `reactor` options choose (Redis).
+ */
+export async function dashboardApp(
+  options: ReactorDashboardOptions = {},
+  reactor: ReactorModuleOptions = {},
+): Promise<INestApplication> {
+  const module = await Test.createTestingModule({
+    imports: [
+      ReactorModule.forRoot(reactor),
+      ReactorDashboardModule.forRoot({ path: 'admin/reactor', guard: TokenGuard, ...options }),
+    ],
+    providers: DASHBOARD_PROVIDERS,
+  }).compile();
+  const app = module.createNestApplication({ logger: false });
+  await app.init();
+  return app;
+}
