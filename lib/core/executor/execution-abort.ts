@@ -13,15 +13,47 @@ import { StepAbortedError, type StepAbortCause, type StepAbortSite } from '../er
 
 const RANK: Record<StepAbortCause, number> = { cancel: 1, shutdown: 2, 'lease-lost': 3 };
 
-/** A step's signal while its callback runs; `close` when the callback has returned. */
+/**
+ * A step's signal while its callback runs; `close` when the callback has returned. The
+ * `AbortController` behind {@link signal} is made the first time a step reads it (most never do,
+ * and one costs microseconds per step); {@link reason} says whether it was aborted either way.
+ */
 export interface OpenSignal {
   readonly signal: AbortSignal;
+  /** Why the signal was aborted, if it was (whether or not the step read it). */
+  readonly reason: StepAbortedError | undefined;
   close(): void;
 }
 
-interface Entry {
-  readonly controller: AbortController;
-  readonly site: StepAbortSite;
+class Entry implements OpenSignal {
+  private controller?: AbortController;
+  private aborted?: StepAbortedError;
+
+  constructor(
+    readonly site: StepAbortSite,
+    private readonly owner: Set<Entry>,
+  ) {}
+
+  get signal(): AbortSignal {
+    if (!this.controller) {
+      this.controller = new AbortController();
+      if (this.aborted) this.controller.abort(this.aborted);
+    }
+    return this.controller.signal;
+  }
+
+  get reason(): StepAbortedError | undefined {
+    return this.aborted;
+  }
+
+  abort(error: StepAbortedError): void {
+    this.aborted = error;
+    this.controller?.abort(error);
+  }
+
+  close(): void {
+    this.owner.delete(this);
+  }
 }
 
 /** A signal that is never aborted, for a context built outside any step callback. */
@@ -51,11 +83,10 @@ export class ExecutionAbort {
 
   /** A signal for one attempt of a step's body, or one of its rollback callbacks. */
   openSignal(site: StepAbortSite): OpenSignal {
-    const controller = new AbortController();
-    const entry: Entry = { controller, site };
-    if (this.current && applies(this.current, site.phase)) controller.abort(this.errorFor(this.current, site));
+    const entry = new Entry(site, this.open);
+    if (this.current && applies(this.current, site.phase)) entry.abort(this.errorFor(this.current, site));
     else this.open.add(entry);
-    return { signal: controller.signal, close: () => this.open.delete(entry) };
+    return entry;
   }
 
   /**
@@ -69,7 +100,7 @@ export class ExecutionAbort {
     for (const entry of [...this.open]) {
       if (!applies(cause, entry.site.phase)) continue;
       this.open.delete(entry);
-      entry.controller.abort(this.errorFor(cause, entry.site));
+      entry.abort(this.errorFor(cause, entry.site));
     }
     for (const listener of [...this.listeners]) listener(cause);
   }

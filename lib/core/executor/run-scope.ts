@@ -17,7 +17,7 @@ import type { AsyncUnitHost, ChildSaving, InterruptHost, StepScope } from '../st
 import { stepKindOf } from '../steps';
 import { isTerminal } from '../model/run-state';
 import type { ExecutionEnv, Saver } from './execution-env';
-import { ExecutionStopped, NEVER_ABORTED } from './execution-abort';
+import { ExecutionStopped, NEVER_ABORTED, type OpenSignal } from './execution-abort';
 import type { StepAbortedError, StepAbortSite } from '../errors/step-aborted.error';
 
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
@@ -132,12 +132,21 @@ export abstract class RunScope implements StepScope {
   }
 
   context(step: StepDefinition, attempt = this.state.attempts[step.name] ?? 1): StepContext {
-    const signal = this.signals.get(step.name) ?? NEVER_ABORTED;
-    return { runId: this.state.runId, reactorName: this.def.name, stepName: step.name, attempt, signal };
+    const open = this.signals.get(step.name);
+    return {
+      runId: this.state.runId,
+      reactorName: this.def.name,
+      stepName: step.name,
+      attempt,
+      // NOTE: a getter: the signal's AbortController is made only for a step that reads it.
+      get signal() {
+        return open ? open.signal : NEVER_ABORTED;
+      },
+    };
   }
 
   /** The signal of each step whose callback (body, compensate or undo) runs now. */
-  private readonly signals = new Map<string, AbortSignal>();
+  private readonly signals = new Map<string, OpenSignal>();
 
   /**
    * Run `fn` (one attempt of `step`'s body, or one of its rollback callbacks) with a signal of its
@@ -152,13 +161,13 @@ export abstract class RunScope implements StepScope {
     const abort = this.env.abort;
     if (!abort) return { value: await fn() };
     const open = abort.openSignal({ runId: this.state.runId, reactorName: this.def.name, stepName: step.name, phase });
-    this.signals.set(step.name, open.signal);
+    this.signals.set(step.name, open);
     try {
       const value = await fn();
-      return open.signal.aborted ? { value, abortedBy: open.signal.reason as StepAbortedError } : { value };
+      return open.reason ? { value, abortedBy: open.reason } : { value };
     } finally {
       open.close();
-      if (this.signals.get(step.name) === open.signal) this.signals.delete(step.name);
+      if (this.signals.get(step.name) === open) this.signals.delete(step.name);
     }
   }
 
