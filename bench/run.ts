@@ -2,10 +2,11 @@
  * `npm run bench`: every benchmark, each beside a baseline measured in the same run. Prints
  * Markdown tables that bench/RESULTS.md records. Never part of `npm test`.
  *
- * `npm run bench -- engine durable map user coordination` runs only the named groups. Redis: a
+ * `npm run bench -- engine durable map user coordination cluster` runs only the named groups. Redis: a
  * private `redis-server` on a free port (command counts are server-wide), or BENCH_REDIS_URL.
  */
 import * as os from 'node:os';
+import { clusterDistribution, printClusterDistribution } from './cluster-distribution.bench';
 import { coordinationRates, printCoordination } from './coordination.bench';
 import { durableRuns, printDurable } from './durable.bench';
 import { engineOverhead, printOverhead } from './engine-overhead.bench';
@@ -25,6 +26,7 @@ async function main(): Promise<void> {
   if (want('map')) printMapFanOut(await mapFanOut());
   if (want('user')) printUserPath(await userPath());
   if (want('coordination')) printCoordination(await coordinationRates());
+  if (want('cluster')) printClusterDistribution(clusterDistribution());
   stopBenchRedis();
 }
 
