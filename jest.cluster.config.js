@@ -17,25 +17,10 @@ const base = require('./jest.config.js');
 /** Test files that are single-node by design, with the reason. */
 const SINGLE_NODE_FILES = {
   'test/e2e/redis-deployment.e2e.spec.ts':
-    'checks the refusal of single-node connections to one cluster node (it starts its own node) and ' +
-    'a Cluster option check against the single-node Redis; nothing in it runs on a cluster',
+    'the single-node deployment: the refusal of single-node connections to one cluster node (it starts ' +
+    'its own node), the shard-count record, and `redis: { url }`, whose connections the module creates ' +
+    'and closes itself (a cluster cannot be given as a url); nothing in it runs on a cluster',
 };
-
-/** Tests (by name) that are about `redis: { url }`, which a cluster cannot use, with the reason. */
-const URL_ONLY_TESTS = {
-  'closes the connections it created from the URL, its worker and its queue':
-    'counts the connections the module created from its url',
-  'refuses to boot without an inputCipher, and the failed boot leaves no connection open':
-    'counts the connections the module created from its url',
-  'forRootAsync with runtime redis builds the Redis runtime from the factory':
-    'module wiring: its factory returns a url (the runtime on a Cluster connection is what every other test uses)',
-  'fails the boot when the factory and the declared runtime disagree, naming the fix':
-    'a configuration error raised before any connection; its factory returns a url',
-  "leaves the app's own BullModule.forRoot configuration and queues alone":
-    "the app's own BullModule.forRoot is given a url",
-};
-
-const escapeRegExp = (text) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 module.exports = {
   ...base,
@@ -48,5 +33,4 @@ module.exports = {
     '<rootDir>/test/cluster/**/*.spec.ts',
   ],
   testPathIgnorePatterns: ['/node_modules/', ...Object.keys(SINGLE_NODE_FILES).map((file) => `<rootDir>/${file}`)],
-  testNamePattern: `^(?!.*(?:${Object.keys(URL_ONLY_TESTS).map(escapeRegExp).join('|')})).*$`,
 };

@@ -2,6 +2,11 @@ import { Test } from '@nestjs/testing';
 import Redis, { Cluster } from 'ioredis';
 import { REACTOR_RUNTIME } from '../../lib/config/reactor.constants';
 import { ReactorModule } from '../../lib/nest/reactor.module';
+import { Reactor } from '../../lib/nest/reactor.decorator';
+import type { ReactorBlueprint } from '../../lib/core/definition/reactor-blueprint';
+import type { ReactorBuilder } from '../../lib/core/definition/builder';
+import { success } from '../../lib/core/results/step-outcome';
+import { RunProcessor } from '../../lib/queue/run.processor';
 import type { RedisReactorRuntime } from '../../lib/runtime/redis.runtime';
 import { CapturingLogger } from '../nest/fixtures';
 import { startRedisServer, type PrivateRedisServer } from '../support/redis-server';
@@ -85,5 +90,52 @@ describe('Redis deployment checks at boot', () => {
       "ReactorModule option 'redis.connection' has maxRetriesPerRequest 3; BullMQ workers need null (they block on " +
         'the connection). Create the cluster with new Cluster(nodes, { redisOptions: { maxRetriesPerRequest: null } })',
     );
+  });
+  describe('with redis: { url } (the module owns its connections)', () => {
+    @Reactor('e2e-url-encrypted', { encryptInputs: true })
+    class EncryptedReactor implements ReactorBlueprint<{ card: string }> {
+      build(r: ReactorBuilder<{ card: string }>) {
+        return r.step('s', () => success(1), { card: r.input('card', { type: 'string', redact: true }) });
+      }
+    }
+
+    it('closes the connections it created from the URL, its worker and its queue', async () => {
+      const { app } = await createRedisApp(files.prefix('e2e-close-url'));
+      const runtime = app.get<RedisReactorRuntime>(REACTOR_RUNTIME);
+      const worker = app.get(RunProcessor).worker;
+      expect(runtime.ownsConnection).toBe(true);
+      expect(app.get(RunProcessor).state).toBe('running');
+
+      await app.close();
+
+      expect(runtime.redis.status).toBe('end');
+      expect(worker.isRunning()).toBe(false);
+      expect(worker.closing).toBeDefined();
+      expect(app.get(RunProcessor).state).toBe('stopped');
+      expect(runtime.dispatcher.queue.closing).toBeDefined();
+      // Closing again (as @nestjs/bullmq does for its worker and queue) is harmless.
+      await expect(runtime.close()).resolves.toBeUndefined();
+    });
+
+    it('refuses to boot without an inputCipher, and the failed boot leaves no connection open', async () => {
+      const module = await Test.createTestingModule({
+        imports: [
+          ReactorModule.forRoot({
+            redis: { url: redisUrl() },
+            prefix: files.prefix('e2e-enc-nocipher'),
+            sweeper: { enabled: false },
+          }),
+        ],
+        providers: [EncryptedReactor],
+      })
+        .setLogger(new CapturingLogger())
+        .compile();
+      const runtime = module.get<RedisReactorRuntime>(REACTOR_RUNTIME);
+      await expect(module.init()).rejects.toThrow(
+        /Reactor 'e2e-url-encrypted' declares encryptInputs, but its storage has no input cipher/,
+      );
+      // Nest runs no shutdown hook after a failed bootstrap: the module closed what it opened.
+      expect(runtime.redis.status).toBe('end');
+    });
   });
 });

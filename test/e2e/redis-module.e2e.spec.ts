@@ -9,7 +9,7 @@ import { ReactorModule } from '../../lib/nest/reactor.module';
 import { bullMqPrefix, REACTOR_QUEUE_NAME } from '../../lib/queue/queue.constants';
 import type { RedisReactorRuntime } from '../../lib/runtime/redis.runtime';
 import { CapturingLogger } from '../nest/fixtures';
-import { cleanupPrefix, redisUrl, scanKeys, uniquePrefix } from '../setup/redis';
+import { bullMqConnection, cleanupPrefix, reactorRedisOption, scanKeys, uniquePrefix } from '../setup/redis';
 import { createServer, type AddressInfo } from 'node:net';
 import { defineReactor, type ReactorBuilder } from '../../lib/core/definition/builder';
 import { success } from '../../lib/core/results/step-outcome';
@@ -19,12 +19,13 @@ import { BackgroundAllReactor, createRedisApp, pollUntil, useRedisPrefixes } fro
 
 const WAIT = { timeoutMs: 10_000 };
 
+/** The app's configuration: the test Redis (a url, or the test cluster's connection) and a prefix. */
 @Injectable()
 class ConfigService {
-  constructor(readonly prefix: string) {}
-  get(key: 'REDIS_URL'): string {
-    return { REDIS_URL: redisUrl() }[key];
-  }
+  constructor(
+    readonly prefix: string,
+    readonly redis: ReturnType<typeof reactorRedisOption>['redis'],
+  ) {}
 }
 
 describe('ReactorModule on Redis (e2e)', () => {
@@ -89,7 +90,11 @@ describe('ReactorModule on Redis (e2e)', () => {
 
   it('forRootAsync with runtime redis builds the Redis runtime from the factory', async () => {
     const p = prefix('e2e-async');
-    @Module({ providers: [{ provide: ConfigService, useValue: new ConfigService(p) }], exports: [ConfigService] })
+    const target = reactorRedisOption();
+    @Module({
+      providers: [{ provide: ConfigService, useValue: new ConfigService(p, target.redis) }],
+      exports: [ConfigService],
+    })
     class ConfigModule {}
 
     const { app, client } = await createRedisApp(
@@ -100,10 +105,7 @@ describe('ReactorModule on Redis (e2e)', () => {
           runtime: 'redis',
           imports: [ConfigModule],
           inject: [ConfigService],
-          useFactory: (config: ConfigService) => ({
-            redis: { url: config.get('REDIS_URL') },
-            prefix: config.prefix,
-          }),
+          useFactory: (config: ConfigService) => ({ redis: config.redis, prefix: config.prefix }),
         }),
       },
     );
@@ -116,12 +118,14 @@ describe('ReactorModule on Redis (e2e)', () => {
       expect(done.status === 'completed' && done.value).toBe('Z');
     } finally {
       await app.close();
+      await target.close();
     }
   });
 
   it('fails the boot when the factory and the declared runtime disagree, naming the fix', async () => {
     const redisWithoutRuntime = Test.createTestingModule({
-      imports: [ReactorModule.forRootAsync({ useFactory: () => ({ redis: { url: redisUrl() } }) })],
+      // Refused before any connection is made: the url is never dialled.
+      imports: [ReactorModule.forRootAsync({ useFactory: () => ({ redis: { url: 'redis://127.0.0.1:1' } }) })],
     }).setLogger(new CapturingLogger());
     await expect(redisWithoutRuntime.compile()).rejects.toThrow(
       "the async options have a 'redis' option, but the module was declared with the embedded runtime (the default). " +
@@ -169,7 +173,9 @@ describe('ReactorModule on Redis (e2e)', () => {
 
   it("leaves the app's own BullModule.forRoot configuration and queues alone", async () => {
     const p = prefix('e2e-app-bull');
-    const appPrefix = `${p}app`;
+    // A hash tag, as BullMQ needs on a cluster (its scripts touch several keys of a queue).
+    const appPrefix = `{${p}app}`;
+    const appRedis = bullMqConnection();
     const seen: string[] = [];
 
     @Processor('app-emails')
@@ -190,7 +196,7 @@ describe('ReactorModule on Redis (e2e)', () => {
       {},
       {
         imports: [
-          BullModule.forRoot({ connection: { url: redisUrl() }, prefix: appPrefix }),
+          BullModule.forRoot({ connection: appRedis.connection, prefix: appPrefix }),
           BullModule.registerQueue({ name: 'app-emails' }),
         ],
         providers: [EmailProcessor, Mailer],
@@ -209,6 +215,7 @@ describe('ReactorModule on Redis (e2e)', () => {
     } finally {
       await app.close();
       await cleanupPrefix(files.redis(), appPrefix);
+      await appRedis.close();
     }
   });
 });

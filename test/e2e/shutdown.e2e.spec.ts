@@ -18,24 +18,6 @@ describe('ReactorModule shutdown on Redis (e2e)', () => {
   const files = useRedisPrefixes();
   const prefix = files.prefix;
 
-  it('closes the connections it created from the URL, its worker and its queue', async () => {
-    const { app } = await createRedisApp(prefix('e2e-close-url'));
-    const runtime = app.get<RedisReactorRuntime>(REACTOR_RUNTIME);
-    const worker = app.get(RunProcessor).worker;
-    expect(runtime.ownsConnection).toBe(true);
-    expect(app.get(RunProcessor).state).toBe('running');
-
-    await app.close();
-
-    expect(runtime.redis.status).toBe('end');
-    expect(worker.isRunning()).toBe(false);
-    expect(worker.closing).toBeDefined();
-    expect(app.get(RunProcessor).state).toBe('stopped');
-    expect(runtime.dispatcher.queue.closing).toBeDefined();
-    // Closing again (as @nestjs/bullmq does for its worker and queue) is harmless.
-    await expect(runtime.close()).resolves.toBeUndefined();
-  });
-
   it('never closes a connection the application passed in', async () => {
     const connection = createTestRedis();
     try {
