@@ -145,22 +145,22 @@ export class ReactorBuilder<I> {
     this.checkNewStepName(name);
     const spec = this.handlerSpec(name, handler as StepImplementation<unknown, unknown>);
     const classMeta = spec.kind === 'class' ? getStepMetadata(spec.stepClass) : undefined;
-    this.pending.push({
+    return this.addStep(
       name,
-      handler: spec,
-      args: this.toSources(name, args as Record<string, Ref<unknown> | undefined>),
-      waitFor: [...(options.waitFor ?? [])],
-      retries: options.retries ?? classMeta?.retries,
-      input: options.input ?? classMeta?.input,
-      output: options.output ?? classMeta?.output,
-      redact: [...(classMeta?.redact ?? []), ...(options.redact ?? [])],
-      reads: [],
-      coordination: {
-        lock: options.lock ?? classMeta?.lock,
-        semaphore: options.semaphore ?? classMeta?.semaphore,
+      spec,
+      this.toSources(name, args as Record<string, Ref<unknown> | undefined>),
+      options.waitFor,
+      {
+        retries: options.retries ?? classMeta?.retries,
+        input: options.input ?? classMeta?.input,
+        output: options.output ?? classMeta?.output,
+        redact: [...(classMeta?.redact ?? []), ...(options.redact ?? [])],
+        coordination: {
+          lock: options.lock ?? classMeta?.lock,
+          semaphore: options.semaphore ?? classMeta?.semaphore,
+        },
       },
-    });
-    return new Ref({ kind: 'result', step: name, ops: [] });
+    );
   }
 
   /**
@@ -190,15 +190,13 @@ export class ReactorBuilder<I> {
         waitFor: undefined,
       });
     });
-    this.pending.push({
+    return this.addStep(
       name,
-      handler: { kind: 'async', name: `async-step:${spec.name}`, reactorName: unitName, inlineUnit: unit },
-      args: sources,
-      waitFor: [...(options.waitFor ?? [])],
-      redact: [...(options.redact ?? [])],
-      reads: [],
-    });
-    return new Ref({ kind: 'result', step: name, ops: [] });
+      { kind: 'async', name: `async-step:${spec.name}`, reactorName: unitName, inlineUnit: unit },
+      sources,
+      options.waitFor,
+      { redact: [...(options.redact ?? [])] },
+    );
   }
 
   /**
@@ -215,15 +213,12 @@ export class ReactorBuilder<I> {
     this.checkNewStepName(name);
     this.checkComposeOptions(name, options);
     const reactorName = this.childReactorName(`async reactor '${name}'`, name, child);
-    this.pending.push({
+    return this.addStep(
       name,
-      handler: { kind: 'async', name: `async-reactor:${reactorName}`, reactorName },
-      args: this.toSources(name, args as Record<string, Ref<unknown> | undefined>),
-      waitFor: [...(options.waitFor ?? [])],
-      redact: [],
-      reads: [],
-    });
-    return new Ref({ kind: 'result', step: name, ops: [] });
+      { kind: 'async', name: `async-reactor:${reactorName}`, reactorName },
+      this.toSources(name, args as Record<string, Ref<unknown> | undefined>),
+      options.waitFor,
+    );
   }
 
   /**
@@ -236,15 +231,12 @@ export class ReactorBuilder<I> {
     this.checkNewStepName(name);
     const spec = toInterruptSpec(options as InterruptOptions<unknown, unknown>);
     if (typeof spec === 'string') this.fail(`interrupt '${name}': ${spec}`, name);
-    this.pending.push({
+    return this.addStep(
       name,
-      handler: { kind: 'interrupt', name: 'interrupt', interrupt: spec },
-      args: this.toSources(name, (options.args ?? {}) as Record<string, Ref<unknown> | undefined>),
-      waitFor: [...(options.waitFor ?? [])],
-      redact: [],
-      reads: [],
-    });
-    return new Ref({ kind: 'result', step: name, ops: [] });
+      { kind: 'interrupt', name: 'interrupt', interrupt: spec },
+      this.toSources(name, (options.args ?? {}) as Record<string, Ref<unknown> | undefined>),
+      options.waitFor,
+    );
   }
 
   /**
@@ -261,15 +253,12 @@ export class ReactorBuilder<I> {
     this.checkNewStepName(name);
     this.checkComposeOptions(name, options);
     const reactorName = this.childReactorName(`compose step '${name}'`, name, child);
-    this.pending.push({
+    return this.addStep(
       name,
-      handler: { kind: 'compose', reactorName, name: `compose:${reactorName}` },
-      args: this.toSources(name, args as Record<string, Ref<unknown> | undefined>),
-      waitFor: [...(options.waitFor ?? [])],
-      redact: [],
-      reads: [],
-    });
-    return new Ref({ kind: 'result', step: name, ops: [] });
+      { kind: 'compose', reactorName, name: `compose:${reactorName}` },
+      this.toSources(name, args as Record<string, Ref<unknown> | undefined>),
+      options.waitFor,
+    );
   }
 
   /**
@@ -339,15 +328,9 @@ export class ReactorBuilder<I> {
       undoAll: options.undoAll as MapSpec['undoAll'],
     };
     const args = this.toSources(name, (options.args ?? {}) as Record<string, Ref<unknown> | undefined>);
-    this.pending.push({
-      name,
-      handler: { kind: 'map', name: `map:${elementReactor}`, map: spec },
-      args,
-      waitFor: [...(options.waitFor ?? [])],
-      redact: [],
+    return this.addStep(name, { kind: 'map', name: `map:${elementReactor}`, map: spec }, args, options.waitFor, {
       reads: [...Object.values(spec.inputs), ...(typeof spec.source === 'function' ? [] : [spec.source])],
     });
-    return new Ref({ kind: 'result', step: name, ops: [] });
   }
 
   private elementReactorName(step: string, element: MapElement<unknown, unknown>): string {
@@ -404,6 +387,21 @@ export class ReactorBuilder<I> {
       return { kind: 'inline', handler: handler as StepHandler<never, unknown>, name: `inline:${step}` };
     }
     this.fail(`step '${step}': handler must be a step class, an object with run(), or a function`, step);
+  }
+
+  /**
+   * Queue step `name` for the definition (its handler, argument sources and ordering-only
+   * dependencies; `more` for what only some kinds have) and return a ref to its result.
+   */
+  private addStep<R>(
+    name: string,
+    handler: PendingStep['handler'],
+    args: PendingStep['args'],
+    waitFor: ReadonlyArray<Ref<unknown> | string> | undefined,
+    more: Partial<Omit<PendingStep, 'name' | 'handler' | 'args' | 'waitFor'>> = {},
+  ): Ref<R> {
+    this.pending.push({ name, handler, args, waitFor: [...(waitFor ?? [])], redact: [], reads: [], ...more });
+    return new Ref({ kind: 'result', step: name, ops: [] });
   }
 
   private checkNewStepName(name: string): void {
