@@ -227,10 +227,9 @@ export class DashboardService implements OnModuleInit {
 
   /** The run in full. @throws RunNotFoundError */
   async run(runId: string): Promise<DashboardRun> {
-    const view = await this.client.get(runId);
-    if (!view) throw new RunNotFoundError(runId);
-    const state = await this.runtime.storage.load(runId).catch(() => undefined);
-    return this.full(view, state, '');
+    const found = await this.engine.inspect(runId);
+    if (!found) throw new RunNotFoundError(runId);
+    return this.full(found.view, found.state, '');
   }
 
   /**
@@ -244,9 +243,9 @@ export class DashboardService implements OnModuleInit {
     from = 0,
     statuses: ReadonlyArray<ElementRecord['status']> = ['failed', 'halted'],
   ): Promise<DashboardMapElements> {
-    const view = await this.client.get(runId);
-    const state = await this.runtime.storage.load(runId).catch(() => undefined);
-    if (!view || !state) throw new RunNotFoundError(runId);
+    const found = await this.engine.inspect(runId);
+    if (!found) throw new RunNotFoundError(runId);
+    const { view, state } = found;
     const path = step.split('.');
     let levelView: RunView | undefined = view;
     let levelState: RunState | undefined = state;

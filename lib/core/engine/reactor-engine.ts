@@ -9,7 +9,7 @@ import type { BrokenReason, ReactorStorage } from '../ports/reactor-storage.port
 import { systemClock } from '../ports/clock.port';
 import type { ReactorJob } from '../ports/job-dispatcher.port';
 import { ConstructingStepResolver } from '../ports/step-resolver.port';
-import type { RunStatus } from '../model/run-state';
+import type { RunState, RunStatus } from '../model/run-state';
 import type { RunOutcome } from '../results/run-outcome';
 import { Dispatch } from './dispatch';
 import { ENGINE_DEFAULTS, type EngineParts, type ReactorEngineOptions, type RunOptions } from './engine-options';
@@ -229,6 +229,18 @@ export class ReactorEngine {
     return guarded('get', async () => {
       const state = await this.storage.load(runId);
       return state ? await this.viewer.view(state) : undefined;
+    });
+  }
+
+  /**
+   * The run as shown to people and as stored, from one read (for tools that show both, such as the
+   * dashboard); undefined when there is none.
+   */
+  async inspect(runId: string): Promise<{ view: RunView; state: RunState } | undefined> {
+    checkRunId(runId);
+    return guarded('get', async () => {
+      const state = await this.storage.load(runId);
+      return state ? { view: await this.viewer.view(state), state } : undefined;
     });
   }
 
