@@ -19,10 +19,10 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Redis from 'ioredis';
+import { freePort } from '../support/redis-server';
 
 /** Env var holding the path of the pid file of a redis-server started by this setup. */
 export const PID_FILE_ENV = 'REACTOR_TEST_REDIS_PID_FILE';
@@ -154,20 +154,6 @@ function waitUntilReady(child: ChildProcess, url: string): Promise<void> {
         await new Promise((r) => setTimeout(r, 100));
       }
     })();
-  });
-}
-
-/** A port that was free a moment ago (the OS picks it). */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.unref();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address ? address.port : 0;
-      server.close(() => (port ? resolve(port) : reject(new Error('could not find a free port'))));
-    });
   });
 }
 
