@@ -13,20 +13,25 @@ import { AddStock, RestockImportReactor, RestockLineReactor } from './restock.re
 import { CreditApprovalReactor, CreditsService, IssueCredit } from './approval.reactor';
 import { ApprovalsController } from './approvals.controller';
 
+/** The checkout saga: its services, steps, reactor and the service that runs it (the sample's tests use them too). */
+export const CHECKOUT_PROVIDERS = [
+  InventoryService,
+  PaymentsService,
+  ShippingService,
+  ReserveInventory,
+  ScreenFraud,
+  ChargePayment,
+  CreateShipment,
+  CheckoutReactor,
+  OrdersService,
+];
+
 /** The sample application: the embedded runtime (no Redis), the checkout saga, a restock import and a credit approval. */
 @Module({
   imports: [ReactorModule.forRoot()],
   controllers: [ApprovalsController],
   providers: [
-    InventoryService,
-    PaymentsService,
-    ShippingService,
-    ReserveInventory,
-    ScreenFraud,
-    ChargePayment,
-    CreateShipment,
-    CheckoutReactor,
-    OrdersService,
+    ...CHECKOUT_PROVIDERS,
     AddStock,
     RestockLineReactor,
     RestockImportReactor,

@@ -4,15 +4,11 @@ import { failure, success } from '../../lib';
 import { ReactorTestingKit, ReactorTestingModule } from '../../lib/testing';
 import { reactorMatchers } from '../../lib/testing/jest';
 import { ChargePayment } from '../../sample/charge-payment.step';
-import { CheckoutReactor } from '../../sample/checkout.reactor';
-import { CreateShipment } from '../../sample/create-shipment.step';
 import { InventoryService } from '../../sample/inventory.service';
 import type { OrderDto } from '../../sample/order.dto';
 import { OrdersService } from '../../sample/orders.service';
 import { PaymentsService } from '../../sample/payments.service';
-import { ReserveInventory } from '../../sample/reserve-inventory.step';
-import { ScreenFraud } from '../../sample/screen-fraud.step';
-import { ShippingService } from '../../sample/shipping.service';
+import { CHECKOUT_PROVIDERS } from '../../sample/app.module';
 
 expect.extend(reactorMatchers);
 
@@ -23,17 +19,7 @@ const silent: LoggerService = { log() {}, warn() {}, error() {} };
 function checkoutModule() {
   return Test.createTestingModule({
     imports: [ReactorTestingModule.forRoot()],
-    providers: [
-      InventoryService,
-      PaymentsService,
-      ShippingService,
-      ReserveInventory,
-      ScreenFraud,
-      ChargePayment,
-      CreateShipment,
-      CheckoutReactor,
-      OrdersService,
-    ],
+    providers: CHECKOUT_PROVIDERS,
   }).setLogger(silent);
 }
 
