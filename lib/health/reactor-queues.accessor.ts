@@ -1,8 +1,8 @@
-import { WorkerHost } from '@nestjs/bullmq';
-import { Inject, Injectable } from '@nestjs/common';
-import { DiscoveryService } from '@nestjs/core';
+import { Injectable } from '@nestjs/common';
+import { ModuleRef } from '@nestjs/core';
 import type { Queue, Worker } from 'bullmq';
-import { type ReactorRuntime, type ResolvedReactorModuleOptions, REACTOR_OPTIONS, REACTOR_RUNTIME } from '../config';
+import { ReactorQueues } from '../queue/reactor-queues';
+import { RunProcessor } from '../queue/run.processor';
 
 /** One BullMQ worker of the module, as the health indicator reports it. */
 export interface ReactorWorkerView {
@@ -18,68 +18,53 @@ export interface ReactorWorkerView {
 }
 
 /**
- * The BullMQ workers and queues of the module, read for the health indicator (Redis runtime).
+ * The BullMQ workers and queues of the module, read for the health indicator (Redis runtime):
+ * the module's own `RunProcessor` (the default queue's worker, and the workers of the reactors'
+ * own queues it runs, `queueWorkers`) and its `ReactorQueues`. Nothing of the application's own
+ * BullMQ setup is looked at.
  *
- * Found, not injected: every `@nestjs/bullmq` processor (a `WorkerHost`) with the workers of the
- * reactors' own queues it runs (`queueWorkers`), and every BullMQ queue provider of the
- * application, whose key prefix lies under the module's `prefix` (the module puts all its keys
- * there: `<prefix>:{<prefix>:queue}`, `<prefix>:{<prefix>:queue:<name>}`), plus the runtime's
- * queues (`ReactorQueues`). The application's own queues (under another prefix) are not counted.
- *
- * NOTE: tolerant by design: a provider that is not built yet, or a worker whose getter throws
- * (before `@nestjs/bullmq` created it), is skipped, never an error.
+ * NOTE: tolerant by design: on the embedded runtime there is no processor and no queue, and a
+ * worker not created yet (before `@nestjs/bullmq` built it) is skipped, never an error.
  * @internal
  */
 @Injectable()
 export class ReactorQueuesAccessor {
+  private processor?: RunProcessor | null;
+
   constructor(
-    private readonly discovery: DiscoveryService,
-    @Inject(REACTOR_OPTIONS) private readonly options: ResolvedReactorModuleOptions,
-    @Inject(REACTOR_RUNTIME) private readonly runtime: ReactorRuntime,
+    private readonly moduleRef: ModuleRef,
+    private readonly reactorQueues: ReactorQueues,
   ) {}
 
   /** The module's workers, one view each. */
   workers(): ReactorWorkerView[] {
-    const seen = new Set<Worker>();
-    const views: ReactorWorkerView[] = [];
-    for (const instance of this.instances()) {
-      if (!(instance instanceof WorkerHost)) continue;
-      // The host's own worker, and the workers of the reactors' own queues it runs (`RunProcessor`).
-      const named = (instance as { queueWorkers?: readonly Worker[] }).queueWorkers ?? [];
-      for (const worker of [workerOf(instance), ...named]) {
-        if (!worker || seen.has(worker) || !this.isOurs(worker.opts?.prefix)) continue;
-        seen.add(worker);
-        views.push(viewOf(instance, worker));
-      }
-    }
-    return views.sort((a, b) => a.queue.localeCompare(b.queue));
+    const host = this.runProcessor();
+    if (!host) return [];
+    return [workerOf(host), ...host.queueWorkers]
+      .filter((worker): worker is Worker => worker !== undefined)
+      .map((worker) => viewOf(host, worker))
+      .sort((a, b) => a.queue.localeCompare(b.queue));
   }
 
-  /** The module's queues (the dispatcher's first), one per name. */
+  /** The module's queues (the default one first). */
   queues(): Queue[] {
-    const byName = new Map<string, Queue>();
-    const dispatcherQueue = (this.runtime.dispatcher as { queue?: unknown }).queue;
-    const reactorQueues = (this.runtime as { queues?: { all(): readonly unknown[] } }).queues?.all() ?? [];
-    for (const candidate of [dispatcherQueue, ...reactorQueues, ...this.instances()]) {
-      if (isQueue(candidate) && this.isOurs(candidate.opts?.prefix) && !byName.has(candidate.name)) {
-        byName.set(candidate.name, candidate);
+    return this.reactorQueues.all();
+  }
+
+  /** The module's processor (Redis runtime only; not exported by the module, so looked up). */
+  private runProcessor(): RunProcessor | undefined {
+    if (this.processor === undefined) {
+      try {
+        this.processor = this.moduleRef.get(RunProcessor, { strict: false });
+      } catch {
+        this.processor = null; // the embedded runtime has none
       }
     }
-    return [...byName.values()];
-  }
-
-  private *instances(): Iterable<unknown> {
-    for (const wrapper of this.discovery.getProviders()) {
-      if (!wrapper.isAlias && wrapper.instance) yield wrapper.instance;
-    }
-  }
-
-  private isOurs(bullPrefix: unknown): boolean {
-    return typeof bullPrefix === 'string' && bullPrefix.startsWith(`${this.options.prefix}:`);
+    return this.processor ?? undefined;
   }
 }
 
-function workerOf(host: WorkerHost): Worker | undefined {
+function workerOf(host: RunProcessor): Worker | undefined {
   try {
     const worker = host.worker;
     return typeof worker?.isRunning === 'function' ? worker : undefined;
@@ -88,25 +73,12 @@ function workerOf(host: WorkerHost): Worker | undefined {
   }
 }
 
-function viewOf(host: WorkerHost, worker: Worker): ReactorWorkerView {
+function viewOf(host: RunProcessor, worker: Worker): ReactorWorkerView {
   const closing = worker.closing !== undefined;
   const paused = worker.isPaused();
   const running = worker.isRunning() && !paused && !closing;
   const derived = closing ? 'closing' : paused ? 'paused' : running ? 'running' : 'idle';
-  const own = (host as { state?: unknown }).state;
   // A host that says `running` while BullMQ is not fetching (paused, or its loop ended) is not believed.
-  const state = typeof own === 'string' && (own !== 'running' || running) ? own : derived;
+  const state = host.state !== 'running' || running ? host.state : derived;
   return { queue: worker.name, state, running };
-}
-
-function isQueue(value: unknown): value is Queue {
-  // NOTE: not `instanceof`: a BullMQ Pro queue, or one from another copy of bullmq, is a queue too.
-  const queue = value as Partial<Queue> | undefined;
-  return (
-    typeof queue === 'object' &&
-    queue !== null &&
-    typeof queue.getJobCounts === 'function' &&
-    typeof queue.name === 'string' &&
-    typeof queue.opts === 'object'
-  );
 }
