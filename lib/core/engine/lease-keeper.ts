@@ -13,7 +13,7 @@ export interface LeaseWatch {
   /** The lease was found lost (expired, or taken by another process). Called once. */
   onLost(): void;
   /** The run holds a cancel request (asked in any process). Called on every extension that finds it. */
-  onCancel(reason: string): void;
+  onCancel?(reason: string): void;
 }
 
 /** A lease being extended on a timer; `lost` turns true when an extension finds it gone. */
@@ -65,7 +65,7 @@ export class LeaseKeeper {
               clearInterval(timer); // a lost lease is never held again
               watch?.onLost();
             } else if (answer.cancel !== undefined) {
-              watch?.onCancel(answer.cancel);
+              watch?.onCancel?.(answer.cancel);
             }
           },
           (error: unknown) => this.logger.warn(`Could not extend lease ${lease.key}: ${(error as Error)?.message}`),

@@ -117,10 +117,7 @@ export class MapJobs {
     // Its steps' signals are aborted at shutdown past the grace and when the element's lease is lost
     // (a cancel reaches the owner run, which rolls its map back; it does not abort elements).
     const tracked = this.executions.track(elementRunId(mapId, index));
-    const held = this.leases.keep(lease, {
-      onLost: () => tracked.abort.abort('lease-lost'),
-      onCancel: () => undefined,
-    });
+    const held = this.leases.keep(lease, { onLost: () => tracked.abort.abort('lease-lost') });
     try {
       const elementState = state;
       const env: ExecutionEnv = {
