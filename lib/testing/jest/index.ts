@@ -10,15 +10,19 @@
  * ```
  *
  * Kept apart from `nest-reactor/testing`, whose types compile without any test framework's.
+ * Vitest: `nest-reactor/testing/vitest`.
  *
  * @packageDocumentation
  */
+import type { ReactorRunMatchers } from '../matchers/reactor-matchers.types';
+
 export {
   reactorMatchers,
   type ReactorMatcherContext,
   type ReactorMatcherName,
   type ReactorMatcherResult,
 } from '../matchers/reactor.matchers';
+export type { ReactorRunMatchers } from '../matchers/reactor-matchers.types';
 
 declare global {
   // NOTE: a namespace is how @types/jest declares its matchers; merging into it is the only way to
@@ -26,17 +30,6 @@ declare global {
   // eslint-disable-next-line @typescript-eslint/no-namespace
   namespace jest {
     // eslint-disable-next-line @typescript-eslint/no-empty-object-type, @typescript-eslint/no-unused-vars
-    interface Matchers<R, T = {}> {
-      /** The run completed; with an argument, its value equals it. */
-      toHaveCompleted(value?: unknown): R;
-      /** The run failed at step `step`. */
-      toHaveFailedAt(step: string): R;
-      /** Its rollback compensated/undid exactly these steps, in this order (newest first). */
-      toHaveRolledBack(steps: readonly string[]): R;
-      /** Step `step` was retried exactly `times` times. */
-      toHaveRetried(step: string, times: number): R;
-      /** Validation failed on `field` (or a path under it), optionally with a matching message. */
-      toHaveValidationErrorOn(field: string, message?: string | RegExp): R;
-    }
+    interface Matchers<R, T = {}> extends ReactorRunMatchers<R> {}
   }
 }
