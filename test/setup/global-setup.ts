@@ -10,14 +10,16 @@
  *   3. a throw-away `redis-server` from PATH, started on a free port (no persistence, data and log
  *      in a temp dir). Its pid is written to a temp file whose path is passed to the teardown in
  *      `REACTOR_TEST_REDIS_PID_FILE`; test/setup/global-teardown.ts stops it.
- * If none works, the setup throws with instructions to install Redis or set REDIS_URL.
+ * If none works, the setup throws with instructions to install Redis or set REDIS_URL. Before all of
+ * this, where `redis-server` is not on PATH and this process runs as root with apt-get (a bare
+ * Debian machine), it installs Debian's `redis-server` package, so `npm test` passes there too.
  *
  * Environment knobs (for the tooling's own tests, not needed in normal use):
  *   REACTOR_TEST_REDIS_PROBE_PORT  port probed in step 2 instead of 6379; `0` skips step 2.
  *                                  E.g. `REACTOR_TEST_REDIS_PROBE_PORT=0 npx jest` always starts
  *                                  a private redis-server.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -37,6 +39,9 @@ const INSTALL_HINT =
 
 export default async function globalSetup(): Promise<void> {
   const tried: string[] = [];
+  // Some suites start private servers (a cluster-enabled node, an eviction policy) even when a
+  // Redis answers on 6379, so the binary is provided first where it can be.
+  provideRedisServer();
 
   const fromEnv = process.env.REDIS_URL;
   if (fromEnv) {
@@ -68,6 +73,33 @@ export default async function globalSetup(): Promise<void> {
   process.env[PID_FILE_ENV] = pidFile;
   process.env.REDIS_URL = started.url;
   log(`started redis-server (pid ${started.pid}) at ${started.url}`);
+}
+
+/**
+ * On a machine without `redis-server` on PATH where this process may install packages (root with
+ * apt-get, as on the CI and development machines of this project), installs Debian's
+ * `redis-server` package (binary only: the package's own service is not started here). Elsewhere
+ * it does nothing, and the steps below say what to install if they need it.
+ */
+function provideRedisServer(): void {
+  if (onPath('redis-server') || process.getuid?.() !== 0 || !onPath('apt-get')) return;
+  log('redis-server is not on PATH: installing it with apt-get (Debian package redis-server)');
+  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+  try {
+    execFileSync('apt-get', ['update', '-qq'], { stdio: 'ignore', env, timeout: 300_000 });
+    execFileSync('apt-get', ['install', '-y', '-qq', 'redis-server'], { stdio: 'ignore', env, timeout: 300_000 });
+  } catch (err) {
+    log(`could not install redis-server with apt-get: ${(err as Error).message.split('\n')[0]}`);
+  }
+}
+
+function onPath(command: string): boolean {
+  try {
+    execFileSync('sh', ['-c', `command -v ${command}`], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** True when `url` answers PING within roughly `timeoutMs`; never retries, never throws. */
