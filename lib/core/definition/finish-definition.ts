@@ -1,5 +1,6 @@
 import { toCoordinationSpec, toStepCoordinationSpec, type StepCoordinationOptions } from './coordination-spec';
 import { createHash } from 'node:crypto';
+import { didYouMean } from '../errors/closest-names';
 import { DefinitionError } from '../errors/definition.error';
 import { findCycle } from '../graph/dependency-graph';
 import { contractProperties } from '../validation/contract';
@@ -64,7 +65,8 @@ export function finishDefinition<I, O>(
     for (const dep of [...reads, ...waitFor]) {
       if (!names.has(dep)) {
         fail(
-          `step '${p.name}' depends on unknown step '${dep}'. Declared steps: ${[...names].join(', ') || '(none)'}`,
+          `step '${p.name}' depends on unknown step '${dep}'.${didYouMean(dep, names)} ` +
+            `Declared steps: ${[...names].join(', ') || '(none)'}`,
           p.name,
         );
       }
@@ -175,7 +177,10 @@ function checkBackground(background: BackgroundOption | undefined, names: Set<st
   if ('all' in background && background.all !== true) fail('background.all must be true');
   const step = 'after' in background ? background.after : 'before' in background ? background.before : undefined;
   if (step !== undefined && !names.has(step)) {
-    fail(`background hand-off names unknown step '${step}'. Declared steps: ${[...names].join(', ') || '(none)'}`);
+    fail(
+      `background hand-off names unknown step '${step}'.${didYouMean(step, names)} ` +
+        `Declared steps: ${[...names].join(', ') || '(none)'}`,
+    );
   }
 }
 

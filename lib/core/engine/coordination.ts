@@ -51,6 +51,11 @@ export class Coordination {
     return name !== undefined && !this.rateLimits[name] ? name : undefined;
   }
 
+  /** The names of the registered rate limits. */
+  rateLimitNames(): string[] {
+    return Object.keys(this.rateLimits);
+  }
+
   /** Whether the engine can coordinate at all (it has a coordination store). */
   get available(): boolean {
     return this.store !== undefined;

@@ -1,4 +1,5 @@
 import type { ReactorDefinition } from '../definition/definition';
+import { didYouMean } from '../errors/closest-names';
 import { ConfigurationError } from '../errors/configuration.error';
 import { InternalError } from '../errors/internal.error';
 import { ReactorError } from '../errors/reactor.error';
@@ -174,7 +175,9 @@ export class ReactorEngine {
     const unknown = this.coordination.unknownRateLimit(def);
     if (unknown !== undefined) {
       throw new ConfigurationError(
-        `Reactor '${def.name}' uses rate limit '${unknown}', which is not registered. Register it: ReactorModule.forRoot({ rateLimits: { ${JSON.stringify(unknown)}: { second: 10 } } }).`,
+        `Reactor '${def.name}' uses rate limit '${unknown}', which is not registered.` +
+          `${didYouMean(unknown, this.coordination.rateLimitNames())} ` +
+          `Register it: ReactorModule.forRoot({ rateLimits: { ${JSON.stringify(unknown)}: { second: 10 } } }).`,
         'rateLimits',
       );
     }

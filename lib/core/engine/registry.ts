@@ -1,4 +1,5 @@
 import type { ReactorDefinition } from '../definition/definition';
+import { didYouMean } from '../errors/closest-names';
 import { DefinitionError } from '../errors/definition.error';
 import { UnknownReactorError } from '../errors/run-state.error';
 import { stepKindOf } from '../steps';
@@ -42,8 +43,8 @@ export class DefinitionRegistry {
         for (const linked of stepKindOf(step).linkedReactors?.(step) ?? []) {
           if (this.definitions.has(linked.reactorName)) continue;
           throw new DefinitionError(
-            `Reactor '${def.name}': ${linked.describe(step.name)}, which is not registered. ` +
-              `Registered: ${this.names().join(', ')}.`,
+            `Reactor '${def.name}': ${linked.describe(step.name)}, which is not registered.` +
+              `${didYouMean(linked.reactorName, this.names())} Registered: ${this.names().join(', ')}.`,
             def.name,
             step.name,
           );

@@ -11,3 +11,4 @@ export * from './storage-unavailable.error';
 export * from './interrupt.error';
 export * from './coordination.error';
 export * from './step-aborted.error';
+export * from './closest-names';

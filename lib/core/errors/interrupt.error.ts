@@ -1,5 +1,6 @@
 import type { FieldErrors } from '../model/failure';
 import { InputValidationError } from './input-validation.error';
+import { didYouMean } from './closest-names';
 import { ReactorError } from './reactor.error';
 
 /** The interrupt was answered already (by another resume, its timeout, or its last invalid payload). */
@@ -70,7 +71,7 @@ export class UnknownInterruptError extends ReactorError {
   ) {
     super(
       'INTERRUPT_NOT_FOUND',
-      `Reactor '${reactorName}' has no interrupt '${path}'. ` +
+      `Reactor '${reactorName}' has no interrupt '${path}'.${didYouMean(path, known)} ` +
         (known.length > 0 ? `Its interrupts: ${known.join(', ')}.` : 'It declares no interrupt.'),
     );
   }

@@ -1,3 +1,4 @@
+import { didYouMean } from './closest-names';
 import { ReactorError } from './reactor.error';
 
 /** No run with this id is stored (never existed, or its retention TTL passed). */
@@ -43,7 +44,8 @@ export class UnknownReactorError extends ReactorError {
   ) {
     super(
       'UNKNOWN_REACTOR',
-      `Reactor '${reactorName}' is not registered in this process. Known reactors: ${known.length ? known.join(', ') : '(none)'}. ` +
+      `Reactor '${reactorName}' is not registered in this process.${didYouMean(reactorName, known)} ` +
+        `Known reactors: ${known.length ? known.join(', ') : '(none)'}. ` +
         'Register it with @Reactor (or engine.register) in every process that runs it.',
     );
   }
