@@ -189,6 +189,18 @@ export const messages = {
   stepClassNotDecorated: (reactor: string, step: string, stepClass: Named): string =>
     `Reactor '${reactor}' step '${step}' uses class ${className(stepClass)}, which is a provider but is not ` +
     `decorated with @Step; decorate it with @Step('some-name').`,
+  listenerMaxInFlightInvalid: (where: string, value: unknown): string =>
+    `@OnReactorEvent on ${where}: option 'maxInFlight' must be an integer >= 1 (got ${show(value)}); it bounds the ` +
+    'calls of the listener pending at once (default 100).',
+  listenerFailed: (listener: string, event: string, runId: string, reactor: string, error: unknown): string =>
+    `@OnReactorEvent listener ${listener} failed on '${event}' (run '${runId}', reactor '${reactor}'): ` +
+    `${(error as Error)?.message ?? String(error)}. The run is not affected; catch the error in the listener ` +
+    'to handle it there.',
+  listenerEventsDropped: (listener: string, dropped: number, total: number, maxInFlight: number): string =>
+    `@OnReactorEvent listener ${listener} had ${maxInFlight} calls pending (its maxInFlight), so ${dropped} ` +
+    `event${dropped === 1 ? ' was' : 's were'} not delivered to it since the last report (${total} since boot). ` +
+    'Its calls take longer than events arrive, or some never settle: give the work inside it a timeout, hand ' +
+    'slow work to a queue, or raise the bound: @OnReactorEvent(..., { maxInFlight }).',
 
   // Runtime use
   stepClassNotResolvable: (stepClass: Named): string =>

@@ -11,11 +11,11 @@ import {
   getStepMetadata,
   ReactorEngine,
   DefinitionError,
-  type ReactorEventType,
 } from '../core';
 import { ReactorRegistry } from './reactor.registry';
 import { messages, REACTOR_RUNTIME, type ReactorRuntime } from '../config';
-import { listenerMiddleware, reactorEventTypesOf } from './on-reactor-event.decorator';
+import { reactorListenerOf, type ReactorListenerMetadata } from './on-reactor-event.decorator';
+import { ReactorListeners } from './reactor-listeners';
 import { resolveJobRouting } from '../queue/job-routing';
 
 type Class = abstract new (...args: never[]) => unknown;
@@ -48,6 +48,7 @@ export class ReactorExplorer implements OnModuleInit {
     private readonly engine: ReactorEngine,
     private readonly registry: ReactorRegistry,
     @Inject(REACTOR_RUNTIME) private readonly runtime: ReactorRuntime,
+    private readonly listeners: ReactorListeners,
   ) {}
 
   /**
@@ -109,25 +110,28 @@ export class ReactorExplorer implements OnModuleInit {
     this.registry.markExplored();
   }
 
-  /** `@OnReactorEvent` methods of a provider become middleware (a singleton only: events are not per request). */
+  /**
+   * `@OnReactorEvent` methods of a provider become middleware (a singleton only: events are not per
+   * request), delivered through {@link ReactorListeners}: fire-and-forget and bounded.
+   */
   private addListeners(wrapper: InstanceWrapper, providerClass: Class): void {
     const instance: unknown = wrapper.instance;
     if (instance === null || typeof instance !== 'object') return;
-    const found: Array<[string, ReadonlyArray<ReactorEventType | '*'>]> = [];
+    const found: Array<[string, ReactorListenerMetadata]> = [];
     for (
       let proto = Object.getPrototypeOf(instance);
       proto && proto !== Object.prototype;
       proto = Object.getPrototypeOf(proto)
     ) {
       for (const name of Object.getOwnPropertyNames(proto)) {
-        const types = reactorEventTypesOf(Object.getOwnPropertyDescriptor(proto, name)?.value);
-        if (types && !found.some(([n]) => n === name)) found.push([name, types]);
+        const listener = reactorListenerOf(Object.getOwnPropertyDescriptor(proto, name)?.value);
+        if (listener && !found.some(([n]) => n === name)) found.push([name, listener]);
       }
     }
     if (found.length === 0) return;
     refuseScoped(wrapper, providerClass, undefined, undefined, true);
-    for (const [name, types] of found) {
-      this.engine.addMiddleware(listenerMiddleware(instance as Record<string, unknown>, name, types));
+    for (const [name, listener] of found) {
+      this.engine.addMiddleware(this.listeners.middleware(instance, name, listener));
     }
   }
 

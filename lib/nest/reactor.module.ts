@@ -26,6 +26,7 @@ import { reactorEngineProvider } from './reactor-engine.provider';
 import { REACTOR_ASYNC_OPTIONS, ReactorAsyncOptionsBuilder } from './reactor-module.definition';
 import { ReactorClient } from './reactor.client';
 import { ReactorExplorer } from './reactor.explorer';
+import { ReactorListeners } from './reactor-listeners';
 import { ReactorLifecycle } from './reactor.lifecycle';
 import { ReactorRegistry } from './reactor.registry';
 
@@ -37,6 +38,7 @@ const EXPORTS = [
   REACTOR_DISPATCHER,
   REACTOR_CLOCK,
   ReactorQueues,
+  ReactorListeners,
 ];
 
 /**
@@ -173,6 +175,7 @@ export class ReactorModule {
         ...reactorRuntimeProviders(runtime),
         ReactorRegistry,
         reactorEngineProvider,
+        ReactorListeners,
         ReactorExplorer,
         ReactorSweeper,
         ...(redis ? [RunProcessor, SweeperScheduler] : []),

@@ -9,6 +9,7 @@ import {
 } from '../core';
 import { messages, REACTOR_DISPATCHER } from '../config';
 import { ReactorClient } from '../nest/reactor.client';
+import { ReactorListeners } from '../nest/reactor-listeners';
 import type { InProcessJobDispatcher } from '../runtime/in-process-job.dispatcher';
 import { RecordingMiddleware } from './recording.middleware';
 import { TestClock } from './test-clock';
@@ -47,6 +48,7 @@ export class ReactorTestingKit {
     readonly recorder: RecordingMiddleware,
     @Inject(REACTOR_DISPATCHER) private readonly dispatcher: InProcessJobDispatcher,
     private readonly moduleRef: ModuleRef,
+    private readonly listeners: ReactorListeners,
   ) {}
 
   /** Every lifecycle event recorded so far, of all runs (`reactor.start`, `step.retry`, `undo.complete`, ...). */
@@ -69,12 +71,37 @@ export class ReactorTestingKit {
 
   /**
    * Resolves when no job can run: background work started with `client.start`, hand-offs, map
-   * elements and resumes have finished, and only jobs waiting on the clock's timers are left.
+   * elements and resumes have finished, and only jobs waiting on the clock's timers are left; and
+   * every `@OnReactorEvent` listener call has settled (see {@link flushListeners}), with what those
+   * started. Never resolves while a listener hangs.
    */
   async idle(): Promise<void> {
-    // Let timers that just fired hand their job to the dispatcher before asking it.
-    await new Promise((resolve) => setImmediate(resolve));
-    await this.dispatcher.idle();
+    for (;;) {
+      // Let timers that just fired hand their job to the dispatcher before asking it.
+      await new Promise((resolve) => setImmediate(resolve));
+      await this.dispatcher.idle();
+      if (this.listeners.inFlight === 0) return;
+      // A listener may start work of its own (a run, a resume): look at the jobs again after it.
+      await this.listeners.settled();
+    }
+  }
+
+  /**
+   * Resolves when every `@OnReactorEvent` listener call started so far has settled. Listeners are
+   * fire-and-forget (a run does not wait for the promise a listener returns), so a test that
+   * asserts what an async listener did waits for it here first:
+   *
+   * ```ts
+   * await kit.client.run(CheckoutReactor, { order });
+   * await kit.flushListeners();
+   * expect(auditLog.entries).toHaveLength(1);
+   * ```
+   *
+   * A synchronous listener has run by the time `client.run` resolves. Never resolves while a
+   * listener hangs.
+   */
+  async flushListeners(): Promise<void> {
+    await this.listeners.settled();
   }
 
   /**

@@ -1,0 +1,81 @@
+import { Injectable } from '@nestjs/common';
+import { Test, type TestingModule } from '@nestjs/testing';
+import { type ReactorEvent } from '../../lib';
+import { OnReactorEvent } from '../../lib/nest/on-reactor-event.decorator';
+import { ReactorTestingKit, ReactorTestingModule } from '../../lib/testing';
+import { CapturingLogger, ORDER_PROVIDERS, OrderReactor } from '../nest/fixtures';
+
+const order = { sku: 'sku-1', amount: 42, country: 'FR', card: '4242-4242' };
+
+/** An async listener whose calls finish when the test says so. */
+@Injectable()
+class AuditLog {
+  readonly written: string[] = [];
+  private release!: () => void;
+  readonly gate = new Promise<void>((resolve) => (this.release = resolve));
+
+  @OnReactorEvent('reactor.complete')
+  async write(event: ReactorEvent) {
+    await this.gate;
+    this.written.push(`${event.type}:${event.reactorName}`);
+  }
+
+  open(): void {
+    this.release();
+  }
+}
+
+/** Let the event loop turn `n` times (no timer: nothing waits for time). */
+async function turns(n: number): Promise<void> {
+  for (let i = 0; i < n; i++) await new Promise((resolve) => setImmediate(resolve));
+}
+
+describe('ReactorTestingKit: listeners', () => {
+  let moduleRef: TestingModule | undefined;
+
+  async function compile(): Promise<ReactorTestingKit> {
+    moduleRef = await Test.createTestingModule({
+      imports: [ReactorTestingModule.forRoot()],
+      providers: [...ORDER_PROVIDERS, AuditLog],
+    })
+      .setLogger(new CapturingLogger())
+      .compile();
+    await moduleRef.init();
+    return moduleRef.get(ReactorTestingKit);
+  }
+
+  afterEach(async () => {
+    moduleRef?.get(AuditLog).open();
+    await moduleRef?.close();
+    moduleRef = undefined;
+  });
+
+  it('flushListeners() waits for the listener calls the run did not wait for', async () => {
+    const kit = await compile();
+    const audit = moduleRef!.get(AuditLog);
+    expect(await kit.client.run(OrderReactor, order)).toMatchObject({ status: 'completed' });
+    expect(audit.written).toEqual([]);
+
+    let flushed = false;
+    const flushing = kit.flushListeners().then(() => (flushed = true));
+    // The call is still pending: flushing cannot have finished, however long the event loop turns.
+    await turns(5);
+    expect(flushed).toBe(false);
+    audit.open();
+    await flushing;
+    expect(audit.written).toEqual(['reactor.complete:order']);
+  });
+
+  it('idle() waits for pending listener calls too', async () => {
+    const kit = await compile();
+    const audit = moduleRef!.get(AuditLog);
+    await kit.client.run(OrderReactor, order);
+    let idle = false;
+    const idling = kit.idle().then(() => (idle = true));
+    await turns(5);
+    expect(idle).toBe(false);
+    audit.open();
+    await idling;
+    expect(audit.written).toEqual(['reactor.complete:order']);
+  });
+});
