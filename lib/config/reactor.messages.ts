@@ -189,6 +189,21 @@ export const messages = {
   stepClassNotDecorated: (reactor: string, step: string, stepClass: Named): string =>
     `Reactor '${reactor}' step '${step}' uses class ${className(stepClass)}, which is a provider but is not ` +
     `decorated with @Step; decorate it with @Step('some-name').`,
+  constructorMetadataMissing: (
+    kind: 'step' | 'reactor' | 'listener',
+    name: string | undefined,
+    target: Named,
+    parameters: number,
+    uncovered: readonly number[],
+  ): string =>
+    `${kind === 'step' ? `Step '${name}'` : kind === 'reactor' ? `Reactor '${name}'` : '@OnReactorEvent listener'} ` +
+    `(class ${className(target)}) has ${parameters} constructor parameter${parameters === 1 ? '' : 's'} but no ` +
+    "type metadata ('design:paramtypes'), so Nest would construct it with undefined dependencies and every " +
+    'use would fail with "TypeError: Cannot read properties of undefined". Enable "emitDecoratorMetadata": true ' +
+    '(with "experimentalDecorators": true) in the tsconfig that compiles it, and compile with a tool that emits ' +
+    'the metadata (tsc, ts-jest, SWC; esbuild and plain Vite/Vitest do not: for Vitest add unplugin-swc), or name ' +
+    `the token of each parameter with @Inject(Token) (parameter${uncovered.length === 1 ? '' : 's'} ` +
+    `${uncovered.join(', ')} ${uncovered.length === 1 ? 'has' : 'have'} none).`,
   listenerMaxInFlightInvalid: (where: string, value: unknown): string =>
     `@OnReactorEvent on ${where}: option 'maxInFlight' must be an integer >= 1 (got ${show(value)}); it bounds the ` +
     'calls of the listener pending at once (default 100).',

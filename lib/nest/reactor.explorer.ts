@@ -81,6 +81,11 @@ export class ReactorExplorer implements OnModuleInit {
       const reactorMetadata = getReactorMetadata(providerClass);
       if (!stepMetadata && !reactorMetadata) continue;
       refuseScoped(wrapper, providerClass, reactorMetadata?.name, stepMetadata?.name);
+      checkConstructorMetadata(
+        wrapper,
+        reactorMetadata ? 'reactor' : 'step',
+        reactorMetadata?.name ?? stepMetadata?.name,
+      );
       if (stepMetadata) this.registry.addStep(providerClass, wrapper.instance, stepMetadata.name);
       if (
         reactorMetadata &&
@@ -130,6 +135,7 @@ export class ReactorExplorer implements OnModuleInit {
     }
     if (found.length === 0) return;
     refuseScoped(wrapper, providerClass, undefined, undefined, true);
+    checkConstructorMetadata(wrapper, 'listener', undefined);
     for (const [name, listener] of found) {
       this.engine.addMiddleware(this.listeners.middleware(instance, name, listener));
     }
@@ -176,6 +182,41 @@ function refuseScoped(
   if (!scope) return;
   const kind = listener ? 'listener' : reactorName !== undefined ? 'reactor' : 'step';
   throw new DefinitionError(messages.scopedProvider(kind, providerClass, scope), reactorName ?? '', stepName);
+}
+
+/** Nest's metadata of `@Inject(token)` on constructor parameters (`SELF_DECLARED_DEPS_METADATA`). */
+const SELF_PARAMTYPES = 'self:paramtypes';
+
+/**
+ * Refuse a class Nest constructs (a class provider, not a factory or a value) that takes
+ * constructor parameters but has no `design:paramtypes` metadata, and no `@Inject` on each
+ * parameter: compiled without `emitDecoratorMetadata` (or by a bundler that drops it), Nest would
+ * build it with undefined dependencies, and each run would fail with a TypeError only when it uses
+ * them. The parameters counted are the constructor's own, or for a class that declares none, those
+ * of the nearest parent class with some (`class B extends Base {}` is built with `Base`'s).
+ */
+function checkConstructorMetadata(
+  wrapper: InstanceWrapper,
+  kind: 'step' | 'reactor' | 'listener',
+  name: string | undefined,
+): void {
+  const built: unknown = wrapper.metatype;
+  if (typeof built !== 'function' || wrapper.isNotMetatype || wrapper.inject) return;
+  if (Reflect.getMetadata('design:paramtypes', built) !== undefined) return;
+  let parameters = 0;
+  for (let cls: unknown = built; typeof cls === 'function' && parameters === 0; cls = Object.getPrototypeOf(cls)) {
+    parameters = (cls as { length: number }).length;
+  }
+  if (parameters === 0) return;
+  const declared = (Reflect.getMetadata(SELF_PARAMTYPES, built) as Array<{ index: number }> | undefined) ?? [];
+  const covered = new Set(declared.map((d) => d.index));
+  const uncovered = Array.from({ length: parameters }, (_, i) => i).filter((i) => !covered.has(i));
+  if (uncovered.length === 0) return;
+  throw new DefinitionError(
+    messages.constructorMetadataMissing(kind, name, built, parameters, uncovered),
+    kind === 'reactor' ? (name ?? '') : '',
+    kind === 'step' ? name : undefined,
+  );
 }
 
 function buildDefinition({ reactorClass, instance, metadata }: FoundReactor): ReactorDefinition {
