@@ -245,6 +245,10 @@ export const messages = {
   testingStepNotProvided: (stepClass: Named): string =>
     `ReactorTestingKit.mockStep(): no provider ${className(stepClass)} in the testing module. Add it to the ` +
     `providers of Test.createTestingModule (or override it there with overrideProvider(...).useValue(...)).`,
+  testingStepNameUnknown: (name: string, suggestion: string, known: readonly string[]): string =>
+    `ReactorTestingKit.mockStep(): no @Step named '${name}' in the testing module.${suggestion} ` +
+    `@Step names: ${known.length > 0 ? known.join(', ') : '(none)'}. Pass a @Step name (the one in @Step('...'), ` +
+    "not the step's name in a reactor) or the step class.",
   testingAdvanceInvalid: (ms: unknown): string =>
     `ReactorTestingKit.advance(): the time to move must be a number of milliseconds >= 0 (got ${show(ms)}).`,
   testingTimersRunaway: (limit: number): string =>

@@ -51,6 +51,16 @@ export class ReactorRegistry implements StepResolver {
     return this.steps.has(stepClass);
   }
 
+  /** The `@Step` class discovered under `name`, or undefined. */
+  stepClassNamed(name: string): Class | undefined {
+    return this.stepClassesByName.get(name);
+  }
+
+  /** The names of every discovered `@Step` class. */
+  stepNames(): string[] {
+    return [...this.stepClassesByName.keys()];
+  }
+
   /** The name of a discovered reactor class, or undefined. */
   reactorNameOf(reactorClass: unknown): string | undefined {
     return this.reactors.get(reactorClass as Class);

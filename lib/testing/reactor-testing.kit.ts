@@ -2,6 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
 import {
   ConfigurationError,
+  didYouMean,
   getStepMetadata,
   type ReactorEvent,
   type ReactorEventType,
@@ -10,6 +11,7 @@ import {
 import { messages, REACTOR_DISPATCHER } from '../config';
 import { ReactorClient } from '../nest/reactor.client';
 import { ReactorListeners } from '../nest/reactor-listeners';
+import { ReactorRegistry } from '../nest/reactor.registry';
 import type { InProcessJobDispatcher } from '../runtime/in-process-job.dispatcher';
 import { RecordingMiddleware } from './recording.middleware';
 import { TestClock } from './test-clock';
@@ -143,12 +145,20 @@ export class ReactorTestingKit {
    *
    * ```ts
    * kit.mockStep(ChargePayment, { run: async () => failure('card declined', { retryable: false }) });
+   * kit.mockStep('charge-payment', { run: ... });   // or by its @Step name
    * ```
    *
    * To replace a step for a whole testing module, override its provider instead:
    * `Test.createTestingModule(...).overrideProvider(ChargePayment).useValue({ run: ... })`.
    */
-  mockStep<S extends object>(stepClass: abstract new (...args: never[]) => S, fake: StepFake<S>): StepMock {
+  mockStep<S extends object>(stepClass: abstract new (...args: never[]) => S, fake: StepFake<S>): StepMock;
+  /** Replace the step whose `@Step` name is `stepName` (a typo is refused, naming the closest names). */
+  mockStep(stepName: string, fake: StepFake<StepHandler>): StepMock;
+  mockStep<S extends object>(
+    step: (abstract new (...args: never[]) => S) | string,
+    fake: StepFake<S> | StepFake<StepHandler>,
+  ): StepMock {
+    const stepClass = typeof step === 'string' ? this.stepClassNamed(step) : step;
     if (typeof stepClass !== 'function' || !getStepMetadata(stepClass))
       throw new ConfigurationError(messages.testingStepNotMockable(stepClass as { name: string }));
     let instance: Record<string, unknown>;
@@ -179,6 +189,14 @@ export class ReactorTestingKit {
     };
     this.mocks.push(mock);
     return mock;
+  }
+
+  private stepClassNamed(name: string): abstract new (...args: never[]) => object {
+    const registry = this.moduleRef.get(ReactorRegistry, { strict: false });
+    const stepClass = registry.stepClassNamed(name);
+    if (stepClass) return stepClass as abstract new (...args: never[]) => object;
+    const known = registry.stepNames();
+    throw new ConfigurationError(messages.testingStepNameUnknown(name, didYouMean(name, known), known));
   }
 
   /** Put back every step replaced with {@link mockStep}, newest first. */

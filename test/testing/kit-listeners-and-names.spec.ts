@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { Test, type TestingModule } from '@nestjs/testing';
-import { type ReactorEvent } from '../../lib';
+import { ConfigurationError, failure, type ReactorEvent } from '../../lib';
 import { OnReactorEvent } from '../../lib/nest/on-reactor-event.decorator';
 import { ReactorTestingKit, ReactorTestingModule } from '../../lib/testing';
 import { CapturingLogger, ORDER_PROVIDERS, OrderReactor } from '../nest/fixtures';
@@ -30,7 +30,7 @@ async function turns(n: number): Promise<void> {
   for (let i = 0; i < n; i++) await new Promise((resolve) => setImmediate(resolve));
 }
 
-describe('ReactorTestingKit: listeners', () => {
+describe('ReactorTestingKit: listeners and step names', () => {
   let moduleRef: TestingModule | undefined;
 
   async function compile(): Promise<ReactorTestingKit> {
@@ -77,5 +77,25 @@ describe('ReactorTestingKit: listeners', () => {
     audit.open();
     await idling;
     expect(audit.written).toEqual(['reactor.complete:order']);
+  });
+
+  it('mockStep takes a @Step name, and refuses a misspelt one naming the closest names', async () => {
+    const kit = await compile();
+    kit.mockStep('charge-card', { run: () => failure('card declined', { retryable: false }) });
+    expect(await kit.client.run(OrderReactor, order)).toMatchObject({
+      status: 'failed',
+      failure: { stepName: 'charge', message: expect.stringContaining('card declined') },
+    });
+    kit.restoreSteps();
+    expect(await kit.client.run(OrderReactor, order)).toMatchObject({ status: 'completed' });
+
+    expect(() => kit.mockStep('charge-crad', { run: () => failure('x') })).toThrow(ConfigurationError);
+    expect(() => kit.mockStep('charge-crad', { run: () => failure('x') })).toThrow(
+      "ReactorTestingKit.mockStep(): no @Step named 'charge-crad' in the testing module. Did you mean 'charge-card'? " +
+        '@Step names: reserve-stock, charge-card, ship-parcel.',
+    );
+    expect(() => kit.mockStep('charge', { run: () => failure('x') })).toThrow(
+      /no @Step named 'charge' in the testing module\. @Step names: .*not the step's name in a reactor/,
+    );
   });
 });
