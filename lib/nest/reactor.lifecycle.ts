@@ -29,13 +29,17 @@ import {
  *   alongside, the engine waits for every run executing in this process (jobs, inline `run`
  *   calls) for the same grace, then aborts the `ctx.signal` of their steps still running (cause
  *   `shutdown`) and waits up to `shutdownGraceMs` more for them to stop: a stopped run writes
- *   nothing more and releases its lease, left for the sweeper to resume elsewhere;
+ *   nothing more and releases its lease, and on the Redis runtime is handed off at once (a resume
+ *   job, or a map element's job, enqueued as the lease is given back: the queue is still open, it
+ *   closes in `onApplicationShutdown`), so another worker carries it on without waiting for the
+ *   sweeper; the embedded runtime is one process, whose runs end with it;
  * - `onApplicationShutdown`: the runtime closes its queue, then the Redis connections it created
  *   (never a connection the application passed in).
  *
  * Leases: a run that finishes releases its own lease in its final save, and a run stopped by the
- * shutdown's abort releases it as it stops. A run whose step ignores its signal keeps its lease
- * until it expires (`leaseTtlMs`); the sweeper then re-enqueues it.
+ * shutdown's abort releases it (and is handed off) as it stops. A run whose step ignores its signal
+ * past the second grace keeps its lease until it expires (`leaseTtlMs`); the sweeper then
+ * re-enqueues it (see docs/recovery.md).
  *
  * Every step runs in its own try/catch, so one failing cleanup never skips the next. The hooks
  * live in the module's inner (non-global) module, so Nest runs them after every global module's
@@ -69,7 +73,10 @@ export class ReactorLifecycle implements OnApplicationBootstrap, BeforeApplicati
     }
     // The grace starts for the engine's executions as it does for the workers' jobs, so that the
     // steps' signals are aborted when the workers let go of their jobs.
-    const draining = this.engine.drain(this.options.shutdownGraceMs).then(
+    // On the Redis runtime a run stopped here is handed off (its job enqueued again as it gives its
+    // lease back): the queue outlives this process. The embedded runtime's queue ends with it.
+    const handOff = this.runtime.kind === 'redis';
+    const draining = this.engine.drain(this.options.shutdownGraceMs, { handOff }).then(
       ({ aborted, left }) => {
         if (aborted > 0) this.logger.warn(messages.shutdownAbortedSteps(aborted, left, this.options.shutdownGraceMs));
       },

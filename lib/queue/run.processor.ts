@@ -36,8 +36,10 @@ export type RunWorkerState = 'idle' | 'running' | 'draining' | 'stopped';
  *   (`process`, `onFailed`), so a slow reactor saturating its own queue leaves the others' workers free.
  * - `stop(graceMs)` (shutdown): the worker stops fetching and waits for the jobs in hand; after
  *   `graceMs` it lets go of them (their BullMQ jobs complete, their runs keep executing as long as
- *   the process lives) so the worker can close. A run let go that does not finish keeps its last
- *   checkpoint; its lease expires and the sweeper re-enqueues it.
+ *   the process lives) so the worker can close. At the same moment the engine's drain aborts their
+ *   steps' signals: a run that stops gives its lease back and is handed off (a new resume job on the
+ *   queue, for another worker); a run whose step ignores its signal keeps its lease until it
+ *   expires, and the sweeper re-enqueues it then (docs/recovery.md).
  */
 @Processor({ name: REACTOR_QUEUE_NAME, configKey: REACTOR_BULL_CONFIG_KEY }, { autorun: false })
 export class RunProcessor extends WorkerHost implements ReactorWorkerHost {

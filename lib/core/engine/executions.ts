@@ -6,6 +6,7 @@ import { ExecutionAbort } from '../executor/execution-abort';
 import type { StepAbortCause } from '../errors/step-aborted.error';
 import type { RunFailure } from '../model/failure';
 import { isTerminal, type RunState } from '../model/run-state';
+import type { ReactorJob } from '../ports/job-dispatcher.port';
 import type { Lease } from '../ports/lock-manager.port';
 import { outcomeOf, type RunOutcome } from '../results/run-outcome';
 import type { Coordination, HaltBeforeStart, Holding } from './coordination';
@@ -32,6 +33,17 @@ export interface TrackedExecution {
   untrack(): void;
 }
 
+/** Options of {@link Executions.drain}. */
+export interface DrainOptions {
+  /**
+   * Enqueue each execution the drain stops again as it gives its lease back (a resume job for a
+   * run, the element's job for a map element), so another worker carries it on at once. For a
+   * durable runtime whose queue outlives this process (BullMQ); the Nest module passes it for the
+   * Redis runtime. @default false (the sweeper recovers stopped runs after the lease TTL)
+   */
+  handOff?: boolean;
+}
+
 /** What {@link Executions.drain} did. */
 export interface DrainResult {
   /** Executions still running when the grace passed, whose steps' signals were aborted. */
@@ -46,6 +58,14 @@ export class Executions {
   private readonly live = new Map<TrackedExecution, Promise<void>>();
   /** Set once a drain's grace has passed: executions that start after it are stopped at once. */
   private stopping = false;
+  /** Whether {@link drain} was asked to hand off what it stops (`drain(graceMs, { handOff: true })`). */
+  private handOffAtShutdown = false;
+  /**
+   * The executions the drain stopped (live when its grace passed): only these are handed off, so
+   * a hand-off job delivered back to this process (an in-process dispatcher), stopped at once, is
+   * never handed off again.
+   */
+  private readonly drained = new WeakSet<ExecutionAbort>();
   /** Called after a top-level run paused at an interrupt (its final save done, its lease released). */
   afterPause?: (state: RunState) => Promise<void>;
 
@@ -137,15 +157,44 @@ export class Executions {
    * Shutdown: wait up to `graceMs` for the executions running in this process to end; abort the
    * step signals of those still running then (cause `shutdown`: each stops, writes nothing more
    * and releases its lease, leaving its run for recovery), and wait up to `graceMs` more for them.
-   * An execution that starts after the grace is stopped before its first step.
+   * With `handOff`, each execution stopped so is enqueued again as it releases its lease (see
+   * {@link handOff}). An execution that starts after the grace is stopped before its first step
+   * (and left for the sweeper).
    */
-  async drain(graceMs: number): Promise<DrainResult> {
+  async drain(graceMs: number, options: DrainOptions = {}): Promise<DrainResult> {
+    this.handOffAtShutdown = options.handOff === true;
     if (await settlesWithin([...this.live.values()], graceMs)) return { aborted: 0, left: 0 };
     this.stopping = true;
     const aborted = this.live.size;
-    for (const tracked of this.live.keys()) tracked.abort.abort('shutdown');
+    for (const tracked of this.live.keys()) {
+      this.drained.add(tracked.abort);
+      tracked.abort.abort('shutdown');
+    }
     await settlesWithin([...this.live.values()], graceMs);
     return { aborted, left: this.live.size };
+  }
+
+  /**
+   * Hand-off at shutdown: an execution the drain stopped (`abort`), whose lease this process has
+   * just given back, is enqueued again at once (`job`: a resume of the run, or the element's job),
+   * so that another worker carries it on now instead of the sweeper after the lease TTL. Only with
+   * `drain(graceMs, { handOff: true })` and a dispatcher. The state is already stored (a stopped
+   * execution writes nothing more), and a second delivery is harmless: a run (or element) whose
+   * lease is held is snoozed, a finished one is left alone. A failed enqueue is logged; the sweeper
+   * still recovers the run. Never throws.
+   */
+  async handOff(job: ReactorJob, abort: ExecutionAbort): Promise<void> {
+    if (!this.handOffAtShutdown || abort.stopCause !== 'shutdown' || !this.drained.has(abort)) return;
+    if (!this.dispatch.available) return;
+    const what = job.kind === 'resume' ? `Run '${job.runId}'` : `Element ${job.index} of map '${job.mapId}'`;
+    try {
+      await this.dispatch.one(job);
+      this.parts.logger.log(`${what} was stopped at shutdown and handed off: its job is back on the queue.`);
+    } catch (error) {
+      this.parts.logger.warn(
+        `${what} was stopped at shutdown but could not be handed off (${(error as Error)?.message}); the sweeper recovers it after the lease TTL.`,
+      );
+    }
   }
 
   /** Say in the log that a background run failed, and what its rollback could not undo. */
@@ -231,7 +280,12 @@ export class Executions {
     } finally {
       held.stop();
       if (entered) await entered.leave(state);
-      if (!released && !held.lost && abort.cause !== 'lease-lost') await this.leases.releaseQuietly(lease);
+      if (!released && !held.lost && abort.cause !== 'lease-lost') {
+        await this.leases.releaseQuietly(lease);
+        // Stopped at shutdown with its lease given back here (not by a save that handed it off):
+        // another worker resumes it now.
+        await this.handOff({ kind: 'resume', runId: state.runId, reactorName: state.reactorName }, abort);
+      }
       tracked.untrack();
     }
   }

@@ -6,4 +6,4 @@ export type { RecoveryOptions } from './recovery';
 export type { AsyncUnitView, RunView } from './run-view';
 export type { UndoOptions } from './run-control';
 export type { ContinueOptions, ContinueResult } from './resumes';
-export type { DrainResult } from './executions';
+export type { DrainOptions, DrainResult } from './executions';

@@ -136,9 +136,11 @@ export class MapJobs {
       const execution = new RunExecution(def, elementState, env, save);
       const outcome = await execution.execute(claim.state !== undefined);
       if (tracked.abort.stopCause === 'shutdown') {
-        // Stopped at shutdown past the grace, its last checkpoint kept: like a run, it is left for
-        // recovery (the stalled-map sweep), its lease released so the sweep need not wait for it.
+        // Stopped at shutdown past the grace, its last checkpoint kept: its lease is given back and
+        // (on a durable queue) its job enqueued again, so another worker runs it now; else it is
+        // left for the stalled-map sweep, which need not wait for the lease either.
         await this.leases.releaseQuietly(lease);
+        await this.executions.handOff(single, tracked.abort);
         return undefined;
       }
       if (outcome.status === 'dispatched') return undefined; // a retry was scheduled

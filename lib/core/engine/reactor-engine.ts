@@ -14,7 +14,7 @@ import type { RunState, RunStatus } from '../model/run-state';
 import type { RunOutcome } from '../results/run-outcome';
 import { Dispatch } from './dispatch';
 import { ENGINE_DEFAULTS, type EngineParts, type ReactorEngineOptions, type RunOptions } from './engine-options';
-import { Executions, type DrainResult } from './executions';
+import { Executions, type DrainOptions, type DrainResult } from './executions';
 import { LeaseKeeper } from './lease-keeper';
 import { MapJobs } from './map-jobs';
 import { Recovery, type RecoveryOptions } from './recovery';
@@ -369,10 +369,13 @@ export class ReactorEngine {
    * up to `graceMs` more. An execution told to stop starts no step, rolls nothing back and writes
    * nothing more; it releases its lease and leaves its run, as last stored, for recovery (the
    * sweeper resumes it in another process). A step that ignores its signal is not waited for past
-   * the second wait (`left`). The Nest module calls this at shutdown with `shutdownGraceMs`.
+   * the second wait (`left`). With `{ handOff: true }` (a durable queue, which outlives this
+   * process), each execution stopped so is enqueued again as it gives its lease back, so another
+   * worker carries it on at once instead of the sweeper after the lease TTL. The Nest module calls
+   * this at shutdown with `shutdownGraceMs`, handing off on the Redis runtime.
    */
-  drain(graceMs: number): Promise<DrainResult> {
-    return this.executions.drain(graceMs);
+  drain(graceMs: number, options?: DrainOptions): Promise<DrainResult> {
+    return this.executions.drain(graceMs, options);
   }
 
   /** How many runs execute in this process now (inline calls, jobs, undos and cancels carried out here). */

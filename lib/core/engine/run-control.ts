@@ -209,12 +209,27 @@ export class RunControl {
     // Its undos' signals are aborted at shutdown (a cancel does not abort a rollback).
     const tracked = this.executions.track(state.runId);
     env.abort = tracked.abort;
+    let saveReleased = false;
+    const onRelease = () => {
+      saveReleased = true;
+      released();
+    };
     try {
-      const save = RunExecution.saver(env, state, { reopen, onRelease: released });
+      const save = RunExecution.saver(env, state, { reopen, onRelease });
       const outcome = await new RunExecution(def, state, env, save).undo(reason);
       this.waiters.notify(state.runId);
       return outcome;
     } finally {
+      if (tracked.abort.stopCause === 'shutdown' && !saveReleased) {
+        // Stopped at shutdown mid-rollback: give the lease back and hand the run off (its stored
+        // rollback, if it got that far, is finished by another worker now).
+        await this.leases.releaseQuietly(lease);
+        onRelease();
+        await this.executions.handOff(
+          { kind: 'resume', runId: state.runId, reactorName: state.reactorName },
+          tracked.abort,
+        );
+      }
       tracked.untrack();
     }
   }
