@@ -11,7 +11,11 @@
  *   set of their map, then hang forever;
  * - `blockAtStep` + `blockFile`: once per run (SET NX), mark `inside`, then block the event loop
  *   synchronously until `blockFile` exists (so the run's lease expires meanwhile);
- * - `gateAtStep`: mark `inside`, then wait (async, bounded) until the test sets `open:<runId>:<step>`.
+ * - `gateAtStep`: mark `inside`, then wait (async, bounded) until the test sets `open:<runId>:<step>`;
+ * - `slowAtStep` + `slowMs`: a long step that honours its signal: mark `inside`, then wait `slowMs`
+ *   unless `ctx.signal` aborts first (it then throws the signal's reason, as a well-behaved step does);
+ * - `slowFromElement` + `slowMs`: the same for map elements with `index >= slowFromElement` (they
+ *   join the `elements-inside` set of their map first).
  *
  * The constructor dependency of the steps (`ChaosProbe`) is resolved by Nest from the decorator
  * metadata that `emitDecoratorMetadata` emits, under ts-jest and under ts-node transpile-only alike.
@@ -42,6 +46,10 @@ export interface ChaosConfig {
   blockAtStep?: string;
   blockFile?: string;
   gateAtStep?: string;
+  slowAtStep?: string;
+  slowFromElement?: number;
+  /** How long a slow step (or element) takes when its signal is not aborted. @default 60000 */
+  slowMs?: number;
 }
 
 /** The six steps of `chaos-chain`, in order. */
@@ -120,6 +128,9 @@ export function chaosConfigFromEnv(env: NodeJS.ProcessEnv = process.env): ChaosC
     blockAtStep: env.BLOCK_AT_STEP || undefined,
     blockFile: env.BLOCK_FILE || undefined,
     gateAtStep: env.GATE_AT_STEP || undefined,
+    slowAtStep: env.SLOW_AT_STEP || undefined,
+    slowFromElement: env.SLOW_FROM_ELEMENT ? Number(env.SLOW_FROM_ELEMENT) : undefined,
+    slowMs: env.SLOW_MS ? Number(env.SLOW_MS) : undefined,
   };
 }
 
@@ -141,9 +152,13 @@ export class ChaosProbe implements OnModuleDestroy {
     await this.redis.multi().incr(this.keys.ran(runId, step)).rpush(this.keys.log(runId), step).exec();
   }
 
-  /** Crash, block or wait at the gate, as configured for `step`. */
-  async misbehave(runId: string, step: string): Promise<void> {
-    const { crashAtStep, blockAtStep, blockFile, gateAtStep } = this.config;
+  /** Crash, block, wait at the gate or take long (until `signal` aborts), as configured for `step`. */
+  async misbehave(runId: string, step: string, signal?: AbortSignal): Promise<void> {
+    const { crashAtStep, blockAtStep, blockFile, gateAtStep, slowAtStep } = this.config;
+    if (slowAtStep === step) {
+      await this.redis.set(this.keys.inside(runId, step), '1');
+      await this.slow(signal);
+    }
     if (crashAtStep === step) {
       await this.redis.set(this.keys.inside(runId, step), '1');
       await hangForever();
@@ -162,6 +177,25 @@ export class ChaosProbe implements OnModuleDestroy {
         await new Promise((resolve) => setTimeout(resolve, 20));
       }
     }
+  }
+
+  /**
+   * Take `slowMs` (default 60 s), or less if `signal` aborts first: then throw its reason (a
+   * `StepAbortedError`), as a step that honours its signal does.
+   */
+  async slow(signal?: AbortSignal): Promise<void> {
+    signal?.throwIfAborted();
+    await new Promise<void>((resolve, reject) => {
+      const onAbort = () => {
+        clearTimeout(timer);
+        reject(signal?.reason as Error);
+      };
+      const timer = setTimeout(() => {
+        signal?.removeEventListener('abort', onAbort);
+        resolve();
+      }, this.config.slowMs ?? 60_000);
+      signal?.addEventListener('abort', onAbort, { once: true });
+    });
   }
 
   async onModuleDestroy(): Promise<void> {
@@ -190,7 +224,7 @@ export class ChaosStep implements StepHandler<{ value: string }, string> {
   constructor(private readonly probe: ChaosProbe) {}
   async run({ value }: { value: string }, ctx: StepContext): Promise<StepOutcome<string>> {
     await this.probe.enter(ctx.runId, ctx.stepName);
-    await this.probe.misbehave(ctx.runId, ctx.stepName);
+    await this.probe.misbehave(ctx.runId, ctx.stepName, ctx.signal);
     return success(`${value}>${ctx.stepName}`);
   }
 }
@@ -216,6 +250,11 @@ export class ChaosElementStep implements StepHandler<{ index: number }, number> 
       const mapId = ctx.runId.slice(0, ctx.runId.lastIndexOf('#'));
       await redis.sadd(keys.elementsInside(mapId), String(index));
       await hangForever();
+    }
+    if (config.slowFromElement !== undefined && index >= config.slowFromElement) {
+      const mapId = ctx.runId.slice(0, ctx.runId.lastIndexOf('#'));
+      await redis.sadd(keys.elementsInside(mapId), String(index));
+      await this.probe.slow(ctx.signal);
     }
     return success(index * 7);
   }

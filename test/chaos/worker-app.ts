@@ -6,16 +6,20 @@
  *
  * Environment: REDIS_URL (or, in the cluster run, REDIS_CLUSTER_NODES), CHAOS_PREFIX (key prefix of the test file, also the module prefix),
  * WORKER_ID, and optionally LEASE_TTL_MS (default 1500), WORKER_CONCURRENCY (default 10),
- * MAX_CONTEXT_BYTES, SNOOZE_DELAY_MS, LOCK_SNOOZE_MAX_ATTEMPTS, plus the misbehaviour switches of
- * `chaosConfigFromEnv` (CRASH_AT_STEP, CRASH_FROM_ELEMENT, BLOCK_AT_STEP + BLOCK_FILE, GATE_AT_STEP)
- * and of `coordinationChaosConfigFromEnv` (CRASH_AT_SEQ).
+ * MAX_CONTEXT_BYTES, SNOOZE_DELAY_MS, LOCK_SNOOZE_MAX_ATTEMPTS, SHUTDOWN_GRACE_MS (module default),
+ * SWEEPER_INTERVAL_MS (unset: no sweeper; set: `ScheduleModule.forRoot()` is imported and the
+ * recovery sweeper runs on that interval), plus the misbehaviour switches of `chaosConfigFromEnv`
+ * (CRASH_AT_STEP, CRASH_FROM_ELEMENT, BLOCK_AT_STEP + BLOCK_FILE, GATE_AT_STEP, SLOW_AT_STEP,
+ * SLOW_FROM_ELEMENT, SLOW_MS) and of `coordinationChaosConfigFromEnv` (CRASH_AT_SEQ).
  *
  * Once bootstrapped (its BullMQ worker consuming) it sets `<prefix>{chaos}:ready:<WORKER_ID>` and
- * prints `ready`. SIGTERM closes it gracefully; the tests SIGKILL it to crash it.
+ * prints `ready`. SIGTERM closes it gracefully (`enableShutdownHooks`); the tests SIGKILL it to
+ * crash it.
  */
 import 'reflect-metadata';
 import { Logger, Module, type DynamicModule } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
+import { ScheduleModule } from '@nestjs/schedule';
 import { ReactorModule } from '../../lib/nest/reactor.module';
 import {
   CHAOS_ASYNC_PROVIDERS,
@@ -41,9 +45,11 @@ function optionalNumber(name: string): number | undefined {
 async function main(): Promise<void> {
   const config = chaosConfigFromEnv();
   const workerId = process.env.WORKER_ID ?? String(process.pid);
+  const sweepIntervalMs = optionalNumber('SWEEPER_INTERVAL_MS');
   const root: DynamicModule = {
     module: ChaosWorkerAppModule,
     imports: [
+      ...(sweepIntervalMs !== undefined ? [ScheduleModule.forRoot()] : []),
       ReactorModule.forRoot({
         // `{ url }`, or in the cluster run a Cluster connection (the process exits after app.close()).
         redis: reactorRedisOption().redis,
@@ -53,7 +59,8 @@ async function main(): Promise<void> {
         maxContextBytes: optionalNumber('MAX_CONTEXT_BYTES'),
         snoozeDelayMs: optionalNumber('SNOOZE_DELAY_MS'),
         lockSnoozeMaxAttempts: optionalNumber('LOCK_SNOOZE_MAX_ATTEMPTS'),
-        sweeper: { enabled: false },
+        shutdownGraceMs: optionalNumber('SHUTDOWN_GRACE_MS'),
+        sweeper: sweepIntervalMs !== undefined ? { enabled: true, intervalMs: sweepIntervalMs } : { enabled: false },
       }),
       ChaosFixturesModule.forRoot(config),
     ],
