@@ -3,7 +3,10 @@ import { Test, type TestingModule } from '@nestjs/testing';
 import { ConfigurationError, failure, type ReactorEvent } from '../../lib';
 import { OnReactorEvent } from '../../lib/nest/on-reactor-event.decorator';
 import { ReactorTestingKit, ReactorTestingModule } from '../../lib/testing';
+import { reactorMatchers } from '../../lib/testing/jest';
 import { CapturingLogger, ORDER_PROVIDERS, OrderReactor } from '../nest/fixtures';
+
+expect.extend(reactorMatchers);
 
 const order = { sku: 'sku-1', amount: 42, country: 'FR', card: '4242-4242' };
 
@@ -97,5 +100,17 @@ describe('ReactorTestingKit: listeners and step names', () => {
     expect(() => kit.mockStep('charge', { run: () => failure('x') })).toThrow(
       /no @Step named 'charge' in the testing module\. @Step names: .*not the step's name in a reactor/,
     );
+  });
+
+  it('toHaveRetried names the closest step of the run when the one asked for never ran', async () => {
+    const kit = await compile();
+    const outcome = await kit.client.run(OrderReactor, order);
+    let message = '';
+    try {
+      expect(outcome).toHaveRetried('chrage', 1);
+    } catch (error) {
+      message = (error as Error).message;
+    }
+    expect(message).toMatch(/retried 0 times \(it never ran; did you mean 'charge'\?\)/);
   });
 });

@@ -1,4 +1,5 @@
 import { isDeepStrictEqual } from 'node:util';
+import { didYouMean } from '../../core/errors/closest-names';
 import {
   describeFailure,
   describeRun,
@@ -48,7 +49,7 @@ export const reactorMatchers = {
    * expect(outcome).toHaveCompleted(expect.objectContaining({ country: 'FR' }));
    * ```
    */
-  toHaveCompleted(this: ReactorMatcherContext, received: unknown, ...expected: [] | [unknown]): ReactorMatcherResult {
+  toHaveCompleted(this: ReactorMatcherContext, received: unknown, ...expected: [value?: unknown]): ReactorMatcherResult {
     const run = requireRun(received, 'toHaveCompleted');
     const withValue = expected.length > 0;
     const completed = run.status === 'completed';
@@ -135,7 +136,9 @@ export const reactorMatchers = {
       message: () =>
         `expected step '${step}' of ${describeRun(run)} ${pass ? 'not ' : ''}to have been retried ${plural(times, 'time')}, ` +
         `but it was retried ${plural(actual, 'time')}` +
-        (attempts === undefined ? ' (it never ran)' : ` (${plural(attempts, 'attempt')}; ${describeStatus(run)})`),
+        (attempts === undefined
+          ? ` (it never ran${neverRanHint(run, step)})`
+          : ` (${plural(attempts, 'attempt')}; ${describeStatus(run)})`),
     };
   },
 
@@ -200,6 +203,13 @@ function usage(matcher: ReactorMatcherName, expected: string): string {
 
 function equal(context: ReactorMatcherContext, actual: unknown, expected: unknown): boolean {
   return context.equals ? context.equals(actual, expected) : isDeepStrictEqual(actual, expected);
+}
+
+/** For a step that never ran: `; did you mean 'charge'?` when the run has a step of a close name. */
+function neverRanHint(run: RunSubject, step: string): string {
+  const names = new Set([...Object.keys(run.attempts), ...run.trace.map((e) => e.step)]);
+  const hint = didYouMean(step, names);
+  return hint ? `;${hint.replace(' Did', ' did')}` : '';
 }
 
 function describeWalk(walk: readonly RollbackEntry[]): string {
