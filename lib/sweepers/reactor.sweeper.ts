@@ -28,6 +28,12 @@ export interface LastSweep {
  *
  * `SweeperScheduler` calls it on its cron (one replica per interval); `ReactorClient.sweepOnce()`
  * calls it directly for an external scheduler.
+ *
+ * The sweeper is the path for runs whose worker died without a word (SIGKILL, a crash, a step that
+ * ignored its signal past the shutdown's second grace): such a run is re-enqueued within
+ * `leaseTtlMs + sweeper.intervalMs` of the death. A run stopped by a graceful shutdown does not
+ * wait for it: the engine's drain hands it off (re-enqueues it as its lease is given back), which
+ * this sweep's `graceMs` would otherwise hold back for a lease TTL. See docs/recovery.md.
  */
 @Injectable()
 export class ReactorSweeper {
