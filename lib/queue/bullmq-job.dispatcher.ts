@@ -1,5 +1,6 @@
 import { Queue, type ConnectionOptions, type JobsOptions } from 'bullmq';
-import type { DispatchOptions, JobDispatcher, ReactorJob } from '../core';
+import type { DispatchOptions, JobDispatcher, JobMessaging, ReactorJob } from '../core';
+import { bullMqMessaging } from './job-delivery';
 import { FAILED_JOBS_KEPT, JOB_BACKOFF_BASE_MS, REACTOR_QUEUE_NAME } from './queue.constants';
 import { ReactorQueues } from './reactor-queues';
 
@@ -56,6 +57,8 @@ export class BullMqJobDispatcher implements JobDispatcher {
   private readonly routed?: ReactorQueues;
   private readonly attempts: number;
   private readonly backoffMs: number;
+  /** Job spans: system `bullmq`, the queue each job goes to (its reactor's route). */
+  readonly messaging: JobMessaging = bullMqMessaging((job) => this.routeOf(job.reactorName).queue);
 
   /** Dispatch to `queue` (never closed here). */
   constructor(queue: Queue, options?: BullMqJobDispatcherOptions);
@@ -86,19 +89,25 @@ export class BullMqJobDispatcher implements JobDispatcher {
     this.backoffMs = options.backoffMs ?? JOB_BACKOFF_BASE_MS;
   }
 
-  /** Add the job; a `dedupeId` becomes its BullMQ job id, which BullMQ adds only once while it exists. */
-  async dispatch(job: ReactorJob, options: DispatchOptions = {}): Promise<void> {
+  /**
+   * Add the job; a `dedupeId` becomes its BullMQ job id, which BullMQ adds only once while it
+   * exists. Resolves to the BullMQ job id.
+   */
+  async dispatch(job: ReactorJob, options: DispatchOptions = {}): Promise<string | undefined> {
     const { queue, priority } = this.routeOf(job.reactorName);
     const opts = this.jobOptions(options.delayMs, priority);
     if (options.dedupeId !== undefined) opts.jobId = options.dedupeId;
-    await queue.add(job.kind, identityOf(job), opts);
+    return (await queue.add(job.kind, identityOf(job), opts)).id;
   }
 
   /** Enqueue many jobs in one round trip (`addBulk`), e.g. the elements of a map window. */
   async dispatchMany(jobs: ReactorJob[], options: { delayMs?: number } = {}): Promise<void> {
     if (jobs.length === 0) return;
     // One job (a map window sliding by one) is a plain add: addBulk builds a pipeline.
-    if (jobs.length === 1) return this.dispatch(jobs[0], options);
+    if (jobs.length === 1) {
+      await this.dispatch(jobs[0], options);
+      return;
+    }
     // The jobs of one call belong to one run (a map window), so to one queue; group them anyway.
     const byQueue = new Map<Queue, Array<{ name: string; data: ReactorJob; opts: JobsOptions }>>();
     for (const job of jobs) {

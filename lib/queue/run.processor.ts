@@ -11,6 +11,7 @@ import {
   messages,
   type ReactorWorkerHost,
 } from '../config';
+import { deliveredJob } from './job-delivery';
 import { REACTOR_BULL_CONFIG_KEY, REACTOR_QUEUE_NAME } from './queue.constants';
 import { bullMqQueueOptions } from './reactor-queue.imports';
 
@@ -125,7 +126,7 @@ export class RunProcessor extends WorkerHost implements ReactorWorkerHost {
     if (this.lettingGo) throw new Error(messages.workerShuttingDown());
     this.active++;
     const work = Promise.resolve()
-      .then(() => handler(job.data))
+      .then(() => handler(deliveredJob(job)))
       .finally(() => this.active--);
     work.catch((error: unknown) => {
       // After a forced shutdown nobody awaits the job any more: say what happened to the run.

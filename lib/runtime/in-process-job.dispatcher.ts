@@ -4,8 +4,19 @@ import {
   type DispatchOptions,
   type JobDispatcher,
   type JobHandler,
+  type JobMessaging,
   type ReactorJob,
+  withDelivery,
 } from '../core';
+
+/**
+ * How the embedded runtime's jobs appear in traces: `messaging.system` `in-process`, one queue
+ * named `nest-reactor` (the name of the Redis runtime's default queue).
+ */
+export const IN_PROCESS_MESSAGING: JobMessaging = Object.freeze({
+  system: 'in-process',
+  destination: () => 'nest-reactor',
+});
 
 /** The longest delay one `setTimeout` waits (2^31 - 1 ms, about 24.8 days). */
 const MAX_TIMER_MS = 2_147_483_647;
@@ -19,6 +30,9 @@ export interface TimerClock extends Clock {
   timer(ms: number): Promise<void>;
 }
 
+/** A job of this dispatcher is delivered once: no queue retries it. */
+const IN_PROCESS_DELIVERY = { system: IN_PROCESS_MESSAGING.system, destination: 'nest-reactor', attempt: 1 };
+
 function keepsTimers(clock: Clock): clock is TimerClock {
   return typeof (clock as Partial<TimerClock>).timer === 'function';
 }
@@ -29,7 +43,11 @@ function keepsTimers(clock: Clock): clock is TimerClock {
  * so at boot). {@link idle} resolves when no job is pending, which tests use instead of sleeping.
  */
 export class InProcessJobDispatcher implements JobDispatcher {
+  /** Job spans: system `in-process`, queue `nest-reactor`. */
+  readonly messaging: JobMessaging = IN_PROCESS_MESSAGING;
   private handler?: JobHandler;
+  /** The id of the last job dispatched (ids are `1`, `2`, ... in this dispatcher). */
+  private sequence = 0;
   private pending = 0;
   /** Dedupe ids of pending jobs. */
   private readonly deduped = new Set<string>();
@@ -52,14 +70,18 @@ export class InProcessJobDispatcher implements JobDispatcher {
     for (const job of waiting) void this.deliver(job);
   }
 
-  async dispatch(job: ReactorJob, options: DispatchOptions = {}): Promise<void> {
-    if (this.closed) return;
+  /** Resolves to the job's id in this dispatcher (none when it was not added: closed, or deduplicated). */
+  async dispatch(job: ReactorJob, options: DispatchOptions = {}): Promise<string | undefined> {
+    if (this.closed) return undefined;
     const { dedupeId } = options;
     if (dedupeId !== undefined) {
-      if (this.deduped.has(dedupeId)) return;
+      if (this.deduped.has(dedupeId)) return undefined;
       this.deduped.add(dedupeId);
     }
+    const id = String(++this.sequence);
+    // Delivered as a copy (as a queue would), with how it was delivered (for the CONSUMER span).
     const payload: ReactorJob = JSON.parse(JSON.stringify(job)) as ReactorJob;
+    withDelivery(payload, { ...IN_PROCESS_DELIVERY, messageId: id });
     const delayMs = options.delayMs ?? 0;
     const run = () => {
       void this.deliver(payload).finally(() => dedupeId !== undefined && this.deduped.delete(dedupeId));
@@ -71,7 +93,7 @@ export class InProcessJobDispatcher implements JobDispatcher {
         this.pending++;
         setImmediate(run);
       });
-      return;
+      return id;
     }
     this.pending++;
     if (delayMs > 0 && this.clock !== systemClock) {
@@ -92,6 +114,7 @@ export class InProcessJobDispatcher implements JobDispatcher {
       };
       schedule(delayMs);
     }
+    return id;
   }
 
   /** Resolves when no job is pending or running (a job waiting on a {@link TimerClock}'s timer is neither). */

@@ -68,3 +68,23 @@ export function recordedStrings(spans: ReadableSpan[]): string[] {
 export function eventsOf(span: ReadableSpan): Array<{ name: string; attributes: Record<string, unknown> }> {
   return span.events.map((e) => ({ name: e.name, attributes: { ...(e.attributes ?? {}) } }));
 }
+
+/**
+ * The names of `span` and of its ancestors among `spans`, up to the root of the trace (or to the
+ * first parent that is not among them, shown as `?<span id>`).
+ */
+export function ancestry(span: ReadableSpan, spans: ReadableSpan[]): string[] {
+  const byId = new Map(spans.map((s) => [s.spanContext().spanId, s]));
+  const names = [span.name];
+  let parent = parentOf(span);
+  while (parent !== undefined) {
+    const next = byId.get(parent);
+    if (!next) {
+      names.push(`?${parent}`);
+      break;
+    }
+    names.push(next.name);
+    parent = parentOf(next);
+  }
+  return names;
+}

@@ -1,4 +1,4 @@
-import { SpanStatusCode, trace } from '@opentelemetry/api';
+import { SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import type { TestingModule } from '@nestjs/testing';
 import type { ReactorBuilder, ReactorClass } from '../../lib/core/definition/builder';
 import type { ReactorBlueprint } from '../../lib/core/definition/reactor-blueprint';
@@ -8,7 +8,7 @@ import type { ReactorClient } from '../../lib/nest/reactor.client';
 import { Reactor } from '../../lib/nest/reactor.decorator';
 import { Step } from '../../lib/nest/step.decorator';
 import { BackgroundRetryReactor, LetterStep, createRedisApp, pollUntil, useRedisPrefixes } from '../e2e/e2e.fixtures';
-import { eventsOf, only, parentOf, recordedStrings, useInMemoryTracing } from './otel.harness';
+import { ancestry, eventsOf, only, parentOf, recordedStrings, useInMemoryTracing } from './otel.harness';
 
 const SECRET = 'SECRET-4242-4242';
 const WAIT = { timeoutMs: 10_000 };
@@ -70,12 +70,14 @@ describe('OpenTelemetry trace of a background run through BullMQ (Redis)', () =>
     });
     const done = await producer.wait(runId, WAIT);
     const ofTrace = () => otel.spans().filter((s) => s.spanContext().traceId === traceId);
-    // The worker ends its run span just after the final save the producer's wait reads.
-    await pollUntil(() => ofTrace().filter((s) => s.name.startsWith('reactor.run ')).length >= runSpans, 5_000);
+    // The worker ends its run span just after the final save the producer's wait reads, and the
+    // job's CONSUMER span after that.
+    const ended = (prefix: string) => ofTrace().filter((s) => s.name.startsWith(prefix)).length >= runSpans;
+    await pollUntil(() => ended('reactor.run ') && ended('process '), 5_000);
     return { done, runId, traceId, spanId, spans: ofTrace() };
   }
 
-  it('caller span → run span (worker) → step spans → the step’s own span: one trace, no input values', async () => {
+  it('caller span → PRODUCER (send) → CONSUMER (process, in the worker) → run span → step spans → the step’s own span: one trace, no input values', async () => {
     const { done, runId, spanId, spans } = await startInCallerSpan(
       TracedCheckoutReactor,
       { card: SECRET, word: 'zed' },
@@ -87,27 +89,64 @@ describe('OpenTelemetry trace of a background run through BullMQ (Redis)', () =>
       [
         'POST /charges',
         'POST /checkout',
+        'process nest-reactor',
         'reactor.run otel-e2e-checkout',
         'reactor.step a',
         'reactor.step charge',
+        'send nest-reactor',
       ].sort(),
     );
     const caller = only(spans, 'POST /checkout');
+    const send = only(spans, 'send nest-reactor');
+    const processing = only(spans, 'process nest-reactor');
     const run = only(spans, 'reactor.run otel-e2e-checkout');
     const a = only(spans, 'reactor.step a');
     const charge = only(spans, 'reactor.step charge');
     const http = only(spans, 'POST /charges');
     expect(parentOf(caller)).toBeUndefined();
     expect(caller.spanContext().spanId).toBe(spanId);
-    expect(parentOf(run)).toBe(spanId);
+    expect(parentOf(send)).toBe(spanId);
+    expect(parentOf(processing)).toBe(send.spanContext().spanId);
+    expect(parentOf(run)).toBe(processing.spanContext().spanId);
     expect(parentOf(a)).toBe(run.spanContext().spanId);
     expect(parentOf(charge)).toBe(run.spanContext().spanId);
     expect(parentOf(http)).toBe(charge.spanContext().spanId);
 
+    // The enqueue, as OpenTelemetry's messaging conventions name it, with BullMQ's id of the job.
+    expect(send.kind).toBe(SpanKind.PRODUCER);
+    const jobId = send.attributes['messaging.message.id'];
+    expect(typeof jobId).toBe('string');
+    expect(send.attributes).toEqual({
+      'messaging.system': 'bullmq',
+      'messaging.destination.name': 'nest-reactor',
+      'messaging.operation.type': 'send',
+      'messaging.operation.name': 'send',
+      'messaging.message.id': jobId,
+      'reactor.name': 'otel-e2e-checkout',
+      'reactor.run_id': runId,
+      'reactor.job.kind': 'resume',
+    });
+    // Its handling in the worker: the same job, first delivery.
+    expect(processing.kind).toBe(SpanKind.CONSUMER);
+    expect(processing.attributes).toEqual({
+      'messaging.system': 'bullmq',
+      'messaging.destination.name': 'nest-reactor',
+      'messaging.operation.type': 'process',
+      'messaging.operation.name': 'process',
+      'messaging.message.id': jobId,
+      'reactor.name': 'otel-e2e-checkout',
+      'reactor.run_id': runId,
+      'reactor.job.kind': 'resume',
+      'reactor.job.attempt': 1,
+    });
+    expect(processing.status.code).toBe(SpanStatusCode.UNSET);
+
+    // Handed to a worker before it ever ran: its first execution there is not resumed.
+    expect(run.kind).toBe(SpanKind.INTERNAL);
     expect(run.attributes).toEqual({
       'reactor.name': 'otel-e2e-checkout',
       'reactor.run_id': runId,
-      'reactor.resumed': true,
+      'reactor.resumed': false,
       'reactor.mode': 'worker',
       'reactor.outcome': 'completed',
     });
@@ -129,7 +168,7 @@ describe('OpenTelemetry trace of a background run through BullMQ (Redis)', () =>
     expect(recordedStrings(spans).filter((s) => s.includes(SECRET) || s.includes('zed'))).toEqual([]);
   });
 
-  it('a retry in the worker goes on in a delayed job of the same trace: each execution the child of the one before', async () => {
+  it('a retry in the worker goes on in a delayed job of the same trace: each execution under the PRODUCER span of the one before', async () => {
     const { done, spanId, spans } = await startInCallerSpan(BackgroundRetryReactor, {}, 3);
 
     expect(done.status).toBe('completed');
@@ -137,8 +176,28 @@ describe('OpenTelemetry trace of a background run through BullMQ (Redis)', () =>
     const steps = spans.filter((s) => s.name === 'reactor.step flaky');
     expect(runs).toHaveLength(3);
     expect(steps).toHaveLength(3);
-    expect(runs.map(parentOf)).toEqual([spanId, runs[0].spanContext().spanId, runs[1].spanContext().spanId]);
+    const sends = spans.filter((s) => s.name === 'send nest-reactor');
+    const consumers = spans.filter((s) => s.name === 'process nest-reactor');
+    expect(sends).toHaveLength(3);
+    expect(consumers).toHaveLength(3);
+    const id = (s: (typeof spans)[number]) => s.spanContext().spanId;
+    // caller → send → process → run 1 → send (delayed) → process → run 2 → send (delayed) → process → run 3
+    const sendOf = (parent: string) => sends.find((s) => parentOf(s) === parent)!;
+    const chain = [spanId];
+    for (let i = 0; i < 3; i++) {
+      const send = sendOf(chain[chain.length - 1]);
+      const consumer = consumers.find((s) => parentOf(s) === id(send))!;
+      expect(consumer).toBeDefined();
+      expect(parentOf(runs[i])).toBe(id(consumer));
+      expect(consumer.attributes['messaging.message.id']).toBe(send.attributes['messaging.message.id']);
+      chain.push(id(runs[i]));
+    }
+    expect(ancestry(runs[2], spans)).toHaveLength(10);
+    // The retries' jobs are delayed by the backoff; the hand-off's is not.
+    expect(sends.map((s) => s.attributes['reactor.job.delay_ms'])).toEqual([undefined, 50, 100]);
     expect(runs.map((s) => s.attributes['reactor.outcome'])).toEqual(['dispatched', 'dispatched', 'completed']);
+    // The first execution in a worker is not resumed; the ones after a retry delay are.
+    expect(runs.map((s) => s.attributes['reactor.resumed'])).toEqual([false, true, true]);
     expect(
       steps.map((s) => [parentOf(s), s.attributes['reactor.step.attempt'], s.attributes['reactor.outcome']]),
     ).toEqual([

@@ -4,7 +4,7 @@ import type { JobDispatcher, ReactorJob } from '../../lib/core/ports/job-dispatc
 import { failure, success } from '../../lib/core/results/step-outcome';
 import { REACTOR_TRACER_NAME } from '../../lib/core/tracing';
 import { createHarness } from '../core/harness';
-import { eventsOf, only, parentOf, recordedStrings, useInMemoryTracing } from './otel.harness';
+import { ancestry, eventsOf, only, parentOf, recordedStrings, useInMemoryTracing } from './otel.harness';
 
 const SECRET = 'SECRET-4111-1111';
 
@@ -175,7 +175,7 @@ describe('OpenTelemetry spans of an embedded run', () => {
     ]);
   });
 
-  it('a background run: the job carries the caller’s trace context; the worker’s runs are its children', async () => {
+  it('a background run: PRODUCER span under the caller, CONSUMER span under it, the worker’s run under that', async () => {
     const jobs: ReactorJob[] = [];
     const dispatcher: JobDispatcher = { dispatch: async (job) => void jobs.push(job) };
     const { engine, clock } = createHarness({ dispatcher });
@@ -201,9 +201,12 @@ describe('OpenTelemetry spans of an embedded run', () => {
       return started.runId;
     });
     const caller = only(otel.spans(), 'POST /orders');
+    const handOff = only(otel.spans(), 'send nest-reactor');
     expect(jobs).toHaveLength(1);
+    // The job carries the context of the PRODUCER span (the caller's child), not the caller's own.
+    expect(parentOf(handOff)).toBe(caller.spanContext().spanId);
     expect(jobs[0].traceContext?.traceparent).toBe(
-      `00-${caller.spanContext().traceId}-${caller.spanContext().spanId}-01`,
+      `00-${handOff.spanContext().traceId}-${handOff.spanContext().spanId}-01`,
     );
 
     // Delivered outside the caller's context, as a worker would: first attempt fails, a retry is enqueued.
@@ -218,11 +221,26 @@ describe('OpenTelemetry spans of an embedded run', () => {
     const steps = spans.filter((s) => s.name === 'reactor.step flaky');
     expect(runs).toHaveLength(2);
     expect(new Set(spans.map((s) => s.spanContext().traceId))).toEqual(new Set([caller.spanContext().traceId]));
-    // The first execution is the caller's child; the retry's execution is the child of the one that enqueued it.
-    expect(parentOf(runs[0])).toBe(caller.spanContext().spanId);
-    expect(parentOf(runs[1])).toBe(runs[0].spanContext().spanId);
+    // The first execution is under the hand-off's PRODUCER and CONSUMER spans; the retry's execution
+    // under the PRODUCER span its predecessor made for the delayed job, and that job's CONSUMER span.
+    expect(ancestry(runs[0], spans)).toEqual([
+      'reactor.run otel-background',
+      'process nest-reactor',
+      'send nest-reactor',
+      'POST /orders',
+    ]);
+    expect(ancestry(runs[1], spans)).toEqual([
+      'reactor.run otel-background',
+      'process nest-reactor',
+      'send nest-reactor',
+      'reactor.run otel-background',
+      'process nest-reactor',
+      'send nest-reactor',
+      'POST /orders',
+    ]);
+    // Handed off before it ever ran, the first execution is not resumed; the retry's is.
     expect(runs.map((s) => s.attributes)).toEqual([
-      expect.objectContaining({ 'reactor.mode': 'worker', 'reactor.resumed': true, 'reactor.outcome': 'dispatched' }),
+      expect.objectContaining({ 'reactor.mode': 'worker', 'reactor.resumed': false, 'reactor.outcome': 'dispatched' }),
       expect.objectContaining({ 'reactor.mode': 'worker', 'reactor.resumed': true, 'reactor.outcome': 'completed' }),
     ]);
     expect(
@@ -233,7 +251,7 @@ describe('OpenTelemetry spans of an embedded run', () => {
     ]);
   });
 
-  it('a fan-out map: each element job’s run is a child of the map step that dispatched it', async () => {
+  it('a fan-out map: the element jobs are one PRODUCER span (a batch) under the map step; each element’s run under its CONSUMER span', async () => {
     const { engine, dispatcher } = createHarness();
     const item = defineReactor('otel-item', (r: ReactorBuilder<{ sku: string }>) =>
       r.step('reserve', ({ sku }: { sku: string }) => success(sku.length), { sku: r.input('sku', { type: 'string' }) }),
@@ -267,12 +285,41 @@ describe('OpenTelemetry spans of an embedded run', () => {
     expect(owners.map((s) => s.attributes['reactor.outcome'])).toEqual(['dispatched', 'completed']);
     expect(mapSteps.map((s) => s.attributes['reactor.outcome'])).toEqual(['wait', 'success']);
     expect(parentOf(owners[0])).toBe(caller.spanContext().spanId);
-    const dispatching = mapSteps[0].spanContext().spanId;
+    const sends = spans.filter((s) => s.name === 'send nest-reactor');
+    const batch = sends.find((s) => s.attributes['reactor.job.kind'] === 'map-element')!;
+    expect(batch.kind).toBe(SpanKind.PRODUCER);
+    expect(parentOf(batch)).toBe(mapSteps[0].spanContext().spanId);
+    expect(batch.attributes).toMatchObject({
+      'messaging.system': 'in-process',
+      'messaging.batch.message_count': 3,
+      'reactor.run_id': started.runId,
+    });
+    expect(batch.attributes['messaging.message.id']).toBeUndefined(); // one span for three jobs
     expect(elements).toHaveLength(3);
-    expect(elements.map(parentOf)).toEqual([dispatching, dispatching, dispatching]);
+    for (const element of elements) {
+      expect(ancestry(element, spans)).toEqual([
+        'reactor.run otel-item',
+        'process nest-reactor',
+        'send nest-reactor',
+        'reactor.step reserve-all',
+        'reactor.run otel-import',
+        'POST /imports',
+      ]);
+    }
     expect(elements.map((s) => s.attributes['reactor.mode'])).toEqual(['worker', 'worker', 'worker']);
-    // The owner is resumed by the job of the element that settled last: in the same trace, under the map step.
-    expect(parentOf(owners[1])).toBe(dispatching);
+    // The owner is resumed by the job of the element that settled last: in the same trace, under
+    // that element's CONSUMER span and the map step.
+    expect(ancestry(owners[1], spans)).toEqual([
+      'reactor.run otel-import',
+      'process nest-reactor',
+      'send nest-reactor',
+      'process nest-reactor',
+      'send nest-reactor',
+      'reactor.step reserve-all',
+      'reactor.run otel-import',
+      'POST /imports',
+    ]);
+    expect(owners[1].attributes['reactor.resumed']).toBe(true);
     expect(recordedStrings(spans).filter((s) => s === 'bb' || s === 'ccc')).toEqual([]);
   });
 
@@ -314,10 +361,16 @@ describe('OpenTelemetry without a registered propagator', () => {
     });
     await engine.handleJob(jobs[0]);
 
-    const caller = only(otel.spans(), 'caller');
-    const run = only(otel.spans(), 'reactor.run otel-bare');
+    const spans = otel.spans();
+    const caller = only(spans, 'caller');
+    const run = only(spans, 'reactor.run otel-bare');
     expect(Object.keys(jobs[0].traceContext ?? {})).toEqual(['traceparent']);
     expect(run.spanContext().traceId).toBe(caller.spanContext().traceId);
-    expect(parentOf(run)).toBe(caller.spanContext().spanId);
+    expect(ancestry(run, spans)).toEqual([
+      'reactor.run otel-bare',
+      'process nest-reactor',
+      'send nest-reactor',
+      'caller',
+    ]);
   });
 });

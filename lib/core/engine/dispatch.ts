@@ -1,15 +1,24 @@
 import { InternalError } from '../errors/internal.error';
-import type { JobDispatcher, ReactorJob } from '../ports/job-dispatcher.port';
+import type { JobDispatcher, JobMessaging, ReactorJob } from '../ports/job-dispatcher.port';
+import { DEFAULT_JOB_MESSAGING, processJob, sendJobs } from './job-tracing';
 import { NO_TRACING, type Tracing } from '../tracing/tracing';
 
-/** Enqueueing jobs: resumes, snoozes, and many jobs at once, each carrying the active trace context. */
+/**
+ * Enqueueing jobs: resumes, snoozes, and many jobs at once, each inside a PRODUCER span whose
+ * context the job carries; and the CONSUMER span around the handling of a job ({@link process}).
+ */
 export class Dispatch {
+  /** What the job spans say of the dispatcher (its messaging system and queues). */
+  private readonly messaging: JobMessaging;
+
   constructor(
     private readonly dispatcher: JobDispatcher | undefined,
     private readonly snoozeDelayMs: number,
     private readonly snoozeJitterMs: number,
     private readonly tracing: Tracing = NO_TRACING,
-  ) {}
+  ) {
+    this.messaging = dispatcher?.messaging ?? DEFAULT_JOB_MESSAGING;
+  }
 
   /** Whether this process can enqueue jobs at all. */
   get available(): boolean {
@@ -18,7 +27,10 @@ export class Dispatch {
 
   /** Enqueue one job, after `delayMs`. */
   async one(job: ReactorJob, delayMs?: number): Promise<void> {
-    await this.require(job.reactorName).dispatch(this.traced(job), delayMs === undefined ? undefined : { delayMs });
+    const dispatcher = this.require(job.reactorName);
+    await sendJobs(this.tracing, this.messaging, [job], delayMs, ([traced]) =>
+      dispatcher.dispatch(traced, delayMs === undefined ? undefined : { delayMs }),
+    );
   }
 
   /** Enqueue a resume of run `runId`. */
@@ -28,9 +40,10 @@ export class Dispatch {
 
   /** Enqueue a recovery resume of run `runId`: at most one is pending per run, however often sweeps find it. */
   async recover(runId: string, reactorName: string): Promise<void> {
-    await this.require(reactorName).dispatch(this.traced({ kind: 'resume', runId, reactorName }), {
-      dedupeId: `recover-${runId}`,
-    });
+    const dispatcher = this.require(reactorName);
+    await sendJobs(this.tracing, this.messaging, [{ kind: 'resume', runId, reactorName }], undefined, ([traced]) =>
+      dispatcher.dispatch(traced, { dedupeId: `recover-${runId}` }),
+    );
   }
 
   /** Re-enqueue a job whose run is busy elsewhere, after the snooze delay plus jitter (at most `maxDelayMs`). */
@@ -54,19 +67,19 @@ export class Dispatch {
   /** Enqueue many jobs at once (map elements), in one call where the dispatcher can. */
   async many(jobs: ReactorJob[], delayMs?: number): Promise<void> {
     const dispatcher = this.require(jobs[0]?.reactorName ?? '(map)');
-    const carrier = this.tracing.carrier();
-    if (carrier) jobs = jobs.map((job) => ({ ...job, traceContext: carrier }));
-    if (dispatcher.dispatchMany) await dispatcher.dispatchMany(jobs, { delayMs });
-    else for (const job of jobs) await dispatcher.dispatch(job, { delayMs });
+    if (jobs.length === 0) return;
+    await sendJobs(this.tracing, this.messaging, jobs, delayMs, async (traced) => {
+      if (dispatcher.dispatchMany) await dispatcher.dispatchMany(traced, { delayMs });
+      else for (const job of traced) await dispatcher.dispatch(job, { delayMs });
+    });
   }
 
   /**
-   * `job` with the active trace context, when there is one (a snoozed job keeps the one it came
-   * with: its handler runs in that context).
+   * Handle a delivered `job` (`handle`) inside its CONSUMER span, the child of the context the job
+   * carried, so the run's spans are under the PRODUCER span of the code that enqueued it.
    */
-  private traced(job: ReactorJob): ReactorJob {
-    const carrier = this.tracing.carrier();
-    return carrier ? { ...job, traceContext: carrier } : job;
+  process(job: ReactorJob, handle: () => Promise<void>): Promise<void> {
+    return processJob(this.tracing, this.messaging, job, handle);
   }
 
   /** The dispatcher. @throws InternalError naming `reactorName` when none is configured. */

@@ -9,7 +9,7 @@ import type { LockManager } from '../ports/lock-manager.port';
 import type { MapStore } from '../ports/map-store.port';
 import type { ReactorStorage } from '../ports/reactor-storage.port';
 import type { StepResolver } from '../ports/step-resolver.port';
-import type { Tracing } from '../tracing/tracing';
+import type { Tracing, TracingOption } from '../tracing/tracing';
 
 /** Where the engine reports what it does not throw. */
 export interface EngineLogger {
@@ -111,9 +111,9 @@ export interface ReactorEngineOptions {
   /**
    * OpenTelemetry spans of runs and steps, and trace context carried in jobs, through the global
    * `@opentelemetry/api` (a no-op until the application registers an SDK). `false` makes none and
-   * carries none. @default true
+   * carries none; `{ rollbackSpans: true }` adds a span per compensate and undo. @default true
    */
-  tracing?: boolean;
+  tracing?: TracingOption;
 }
 
 /** Options of one run. */

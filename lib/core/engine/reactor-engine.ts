@@ -52,6 +52,8 @@ export class ReactorEngine {
   private readonly coordination: Coordination;
   private readonly parts: EngineParts;
   private readonly executions: Executions;
+  /** Enqueues jobs, and traces the handling of one (its CONSUMER span). */
+  private readonly dispatch: Dispatch;
   /** Whether storage (and the map store, if any) can store inputs encrypted. */
   private readonly encryptsInputs: boolean;
 
@@ -90,6 +92,7 @@ export class ReactorEngine {
       options.snoozeJitterMs ?? snoozeDelayMs,
       parts.tracing,
     );
+    this.dispatch = dispatch;
     const leases = new LeaseKeeper(parts.locks, parts.leaseTtlMs, logger, parts.storage);
     this.storage = parts.storage;
     this.encryptsInputs =
@@ -337,8 +340,9 @@ export class ReactorEngine {
    * normally, so the job is not retried.
    */
   async handleJob(job: ReactorJob): Promise<void> {
-    // In the trace context of the code that enqueued the job: a background run is one trace with its caller.
-    return this.parts.tracing.resume(job.traceContext, () => this.deliver(job));
+    // In a CONSUMER span, the child of the PRODUCER span that enqueued the job (the context it
+    // carries): a background run is one trace with its caller.
+    return this.dispatch.process(job, () => this.deliver(job));
   }
 
   private async deliver(job: ReactorJob): Promise<void> {

@@ -94,7 +94,7 @@ export class RunJobs {
       return;
     }
     try {
-      await this.executions.execute(def, state, lease, 'worker', true);
+      await this.executions.execute(def, state, lease, 'worker', executedBefore(state));
     } catch (error) {
       if (error instanceof ConfigurationError && COORDINATION_OPTIONS.includes(error.option ?? '')) {
         // A rate limit this process does not know (a deploy in progress), or a key function that
@@ -180,6 +180,17 @@ export class RunJobs {
     await this.storage.save(state, { lease, leaseTtlMs: this.leaseTtlMs, releaseLease: true });
     this.logger.warn(error.message);
   }
+}
+
+/**
+ * Whether an earlier execution of the run got anywhere: it recorded progress (a step started, a
+ * hand-off, a retry, a pause, a rollback). A run handed to a worker before any of that (`start`,
+ * `background: { all }`, its turn on an ordered lock) is not resumed by its first execution there;
+ * one that goes on after a retry delay, an interrupt, a snooze or a crash is (`reactor.resumed` and
+ * the `reactor.start` event's `resumed`).
+ */
+function executedBefore(state: RunState): boolean {
+  return state.trace.length > 0;
 }
 
 /** Options whose configuration errors fail a run for good (coordination keys and named limits). */

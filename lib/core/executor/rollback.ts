@@ -5,7 +5,7 @@
  */
 import { retakeForRollback } from './step-coordination';
 import type { StepDefinition } from '../definition/definition';
-import type { RollbackFailure } from '../model/failure';
+import { errorMessage, type RollbackFailure } from '../model/failure';
 import type { UndoEntry } from '../model/run-state';
 import { stepKindOf, type RollbackReport } from '../steps';
 import { ReactorTraceAttributes, ReactorTraceEvents } from '../tracing/tracing';
@@ -99,8 +99,10 @@ export async function undoEntry(scope: RunScope, entry: UndoEntry): Promise<Roll
   }
   scope.span.event(ReactorTraceEvents.UNDO_START, { [ReactorTraceAttributes.STEP]: step.name });
   await scope.emitStep(step, { type: 'undo.start' });
-  const report = await underStepCoordination(scope, step, entry.args, 'undo', () =>
-    withRollbackSignal(scope, step, 'undo', () => stepKindOf(step).undo(scope, step, entry)),
+  const report = await inRollbackSpan(scope, step, 'undo', () =>
+    underStepCoordination(scope, step, entry.args, 'undo', () =>
+      withRollbackSignal(scope, step, 'undo', () => stepKindOf(step).undo(scope, step, entry)),
+    ),
   );
   const ok = report.failures.length === 0;
   scope.trace({ type: 'undo', step: step.name, ok, detail: report.detail });
@@ -120,8 +122,10 @@ async function compensateStep(
   if (!kind.compensate) return [];
   scope.span.event(ReactorTraceEvents.COMPENSATION_START, { [ReactorTraceAttributes.STEP]: step.name });
   await scope.emitStep(step, { type: 'compensation.start' });
-  const report = await underStepCoordination(scope, step, args, 'compensate', () =>
-    withRollbackSignal(scope, step, 'compensate', () => kind.compensate!(scope, step, error, args)),
+  const report = await inRollbackSpan(scope, step, 'compensate', () =>
+    underStepCoordination(scope, step, args, 'compensate', () =>
+      withRollbackSignal(scope, step, 'compensate', () => kind.compensate!(scope, step, error, args)),
+    ),
   );
   // Stopped while compensating (shutdown, lost lease): it stays planned for whoever resumes the rollback.
   if (report.failures.length > 0) scope.throwIfStopped();
@@ -154,6 +158,38 @@ async function underStepCoordination(
   } finally {
     await hold.release();
   }
+}
+
+/**
+ * Run a compensate or undo (with its coordination) in a span of its own, `reactor.step.compensate
+ * <step>` or `reactor.step.undo <step>` under the run span, when tracing asks for them
+ * (`rollbackSpans`); the spans of the callback's own code nest under it. Its outcome is `success`
+ * or `failure` (status ERROR with the message), `error` when it threw past the report.
+ */
+async function inRollbackSpan(
+  scope: RunScope,
+  step: StepDefinition,
+  phase: 'compensate' | 'undo',
+  run: () => Promise<RollbackReport>,
+): Promise<RollbackReport> {
+  if (scope.env.tracing?.rollbackSpans !== true) return run();
+  const span = scope.span.child(`reactor.step.${phase} ${step.name}`, {
+    [ReactorTraceAttributes.REACTOR]: scope.def.name,
+    [ReactorTraceAttributes.RUN_ID]: scope.state.runId,
+    [ReactorTraceAttributes.STEP]: step.name,
+  });
+  let report: RollbackReport;
+  try {
+    report = await span.within(run);
+  } catch (error) {
+    span.set({ [ReactorTraceAttributes.OUTCOME]: 'error' });
+    span.end(errorMessage(error));
+    throw error;
+  }
+  const ok = report.failures.length === 0;
+  span.set({ [ReactorTraceAttributes.OUTCOME]: ok ? 'success' : 'failure' });
+  span.end(ok ? undefined : failMessage(report));
+  return report;
 }
 
 /** Attributes of a compensation's or undo's closing span event: the step, and the error when it failed. */

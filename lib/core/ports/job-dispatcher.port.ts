@@ -14,6 +14,46 @@ interface JobIdentity {
    * not state: a job without it runs as well.
    */
   traceContext?: Record<string, string>;
+  /**
+   * How the job reached this worker (its queue's id of it, the queue, the attempt), for the
+   * CONSUMER span of `engine.handleJob`. Not part of the payload: the adapter that delivers the job
+   * attaches it with {@link withDelivery}, so no copy or serialization of the job carries it (and
+   * the engine drops it when it enqueues a job again).
+   */
+  delivery?: JobDelivery;
+}
+
+/**
+ * `job` with how it was delivered, for the CONSUMER span: attached as a non-enumerable property,
+ * so it is in no copy (`{ ...job }`), no JSON and no equality of the job, and is never enqueued.
+ */
+export function withDelivery<J extends ReactorJob>(job: J, delivery: JobDelivery): J {
+  Object.defineProperty(job, 'delivery', { value: delivery, enumerable: false, configurable: true, writable: true });
+  return job;
+}
+
+/** How a job was delivered: what the queue knows of it (see {@link JobIdentity.delivery}). */
+export interface JobDelivery {
+  /** `messaging.system`; absent: the engine's dispatcher's ({@link JobMessaging.system}). */
+  system?: string;
+  /** The queue it came from; absent: where the engine's dispatcher sends such a job. */
+  destination?: string;
+  /** The queue's id of the job (a BullMQ job id). */
+  messageId?: string;
+  /** Which delivery of the job this is, from 1 (BullMQ: `attemptsStarted`). */
+  attempt?: number;
+}
+
+/**
+ * How a dispatcher's jobs appear in traces: the OpenTelemetry messaging system and the queue a job
+ * goes to (`messaging.system`, `messaging.destination.name`). A dispatcher without it is traced as
+ * system `nest-reactor`, queue `nest-reactor`.
+ */
+export interface JobMessaging {
+  /** `bullmq`, `in-process`, ... */
+  readonly system: string;
+  /** The queue `job` goes to. */
+  destination(job: ReactorJob): string;
 }
 
 /** Execute (or resume) a run from its stored state. */
@@ -53,12 +93,15 @@ export type JobHandler = (job: ReactorJob) => Promise<void>;
  * them on queues. State a job depends on is always saved before `dispatch` is called.
  */
 export interface JobDispatcher {
+  /** What the engine's job spans say of this dispatcher (see {@link JobMessaging}). */
+  readonly messaging?: JobMessaging;
   /**
    * Enqueue `job` after `delayMs`. With `dedupeId`, at most one job with that id is pending at a
    * time: while one waits, is delayed or runs, another with the same id is not added (the
    * recovery sweeper uses it so that a run waiting in a long queue is not enqueued again and again).
+   * May resolve to the queue's id of the job (the PRODUCER span's `messaging.message.id`).
    */
-  dispatch(job: ReactorJob, options?: DispatchOptions): Promise<void>;
+  dispatch(job: ReactorJob, options?: DispatchOptions): Promise<string | void>;
   /** Enqueue many jobs at once (map element throws). Defaults to one `dispatch` each. */
   dispatchMany?(jobs: ReactorJob[], options?: { delayMs?: number }): Promise<void>;
 }

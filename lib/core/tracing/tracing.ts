@@ -10,9 +10,14 @@
  * - a span per step in that execution: `reactor.step <step>`, a child of the run span. The step's
  *   own code runs with it active, so the spans it makes (an HTTP call) nest under it;
  * - events: `reactor.step.retry` on the step span; `reactor.compensation.*` and `reactor.undo.*` on
- *   the run span (the rollback runs after the failing step's span ended);
- * - the active trace context in every job the engine enqueues (`ReactorJob.traceContext`), and the
- *   job handled in that context, so a background run is one trace with its caller.
+ *   the run span (the rollback runs after the failing step's span ended); with `rollbackSpans`, a
+ *   span per compensate and undo callback too (`reactor.step.compensate <step>`,
+ *   `reactor.step.undo <step>`), children of the run span;
+ * - a PRODUCER span (`send <queue>`) around every enqueue of a job, whose context is the one the
+ *   job carries (`ReactorJob.traceContext`), and a CONSUMER span (`process <queue>`) around the
+ *   handling of a job, the child of that context, with the run's span under it: so a background
+ *   run is one trace with its caller (../engine/job-tracing.ts makes them, with OpenTelemetry's
+ *   messaging attributes).
  *
  * Inputs, arguments and results are never recorded: only names, ids, attempts, outcomes and error
  * messages.
@@ -63,6 +68,26 @@ export const ReactorTraceAttributes = {
   ERROR_MESSAGE: 'reactor.error.message',
   /** Failed run spans: the failure's code (`STEP_FAILED`, `INPUT_VALIDATION`, ...). */
   ERROR_TYPE: 'error.type',
+  /** Job spans: the kind of job (`resume`, `map-element`, `map-rollback`). */
+  JOB_KIND: 'reactor.job.kind',
+  /** PRODUCER spans: the job's delay before it may run, when it has one. */
+  JOB_DELAY_MS: 'reactor.job.delay_ms',
+  /** Job spans: how many times the job was snoozed because its run was busy elsewhere (when it was). */
+  JOB_SNOOZES: 'reactor.job.snoozes',
+  /** CONSUMER spans: the delivery attempt of the job (BullMQ's `attemptsStarted`), when the queue says. */
+  JOB_ATTEMPT: 'reactor.job.attempt',
+  /** Job spans (OpenTelemetry messaging): `bullmq`, `in-process`, or what a dispatcher says it is. */
+  MESSAGING_SYSTEM: 'messaging.system',
+  /** Job spans (OpenTelemetry messaging): the queue. */
+  MESSAGING_DESTINATION: 'messaging.destination.name',
+  /** Job spans (OpenTelemetry messaging): `send` (PRODUCER) or `process` (CONSUMER). */
+  MESSAGING_OPERATION_TYPE: 'messaging.operation.type',
+  /** Job spans (OpenTelemetry messaging): `send` or `process`, as the type. */
+  MESSAGING_OPERATION_NAME: 'messaging.operation.name',
+  /** Job spans (OpenTelemetry messaging): the queue's id of the job, when it is known. */
+  MESSAGING_MESSAGE_ID: 'messaging.message.id',
+  /** PRODUCER spans of a batch (a map window): how many jobs it enqueued. */
+  MESSAGING_BATCH_COUNT: 'messaging.batch.message_count',
 } as const;
 
 /** Names of the events on the engine's spans. */
@@ -79,12 +104,33 @@ export const ReactorTraceEvents = {
 /** Attribute values the engine records (never inputs, arguments or results). */
 export type TraceAttributes = Record<string, string | number | boolean>;
 
+/** OpenTelemetry's span kinds, as the engine uses them. */
+export type TraceSpanKind = 'internal' | 'producer' | 'consumer';
+
+/**
+ * The `tracing` option as an object: tracing is on, with these settings (`tracing: true` is `{}`,
+ * `tracing: false` switches it off).
+ */
+export interface ReactorTracingOptions {
+  /**
+   * A span of its own for each compensate and undo callback (`reactor.step.compensate <step>`,
+   * `reactor.step.undo <step>`, children of the run span), beside the events on the run span.
+   * The spans of the callback's own code (an HTTP call) then nest under it. @default false
+   */
+  rollbackSpans?: boolean;
+}
+
+/** The `tracing` option of the engine and the module: on, off, or on with settings. */
+export type TracingOption = boolean | ReactorTracingOptions;
+
 /** A run's or a step's span, as the executor sees it. */
 export interface TraceSpan {
   /** Call `fn` with this span active, so spans started inside it (the step's own) are its children. */
   within<T>(fn: () => T): T;
   /** Start a child span (not made active: see {@link within}). */
   child(name: string, attributes: TraceAttributes): TraceSpan;
+  /** This span's context for a job payload, or undefined when there is none to carry. */
+  carrier(): Record<string, string> | undefined;
   event(name: string, attributes?: TraceAttributes): void;
   set(attributes: TraceAttributes): void;
   /** End the span; with `error`, its status is ERROR with that message. */
@@ -93,8 +139,12 @@ export interface TraceSpan {
 
 /** What the engine needs of a tracing backend. */
 export interface Tracing {
-  /** Start a span, a child of the active context. */
-  start(name: string, attributes: TraceAttributes): TraceSpan;
+  /** Whether tracing is on at all (off: no spans, nothing carried, nothing to build). */
+  readonly enabled: boolean;
+  /** Whether compensate and undo callbacks get spans of their own ({@link ReactorTracingOptions}). */
+  readonly rollbackSpans: boolean;
+  /** Start a span, a child of the active context (`internal` unless `kind` says otherwise). */
+  start(name: string, attributes: TraceAttributes, kind?: TraceSpanKind): TraceSpan;
   /** The active trace context for a job payload, or undefined when there is none to carry. */
   carrier(): Record<string, string> | undefined;
   /** Call `fn` in the trace context a job carried (as it is when there is none). */
@@ -105,6 +155,7 @@ export interface Tracing {
 export const NO_SPAN: TraceSpan = {
   within: (fn) => fn(),
   child: () => NO_SPAN,
+  carrier: () => undefined,
   event: () => undefined,
   set: () => undefined,
   end: () => undefined,
@@ -112,6 +163,8 @@ export const NO_SPAN: TraceSpan = {
 
 /** Tracing switched off: no spans, nothing carried in jobs. */
 export const NO_TRACING: Tracing = {
+  enabled: false,
+  rollbackSpans: false,
   start: () => NO_SPAN,
   carrier: () => undefined,
   resume: (_carrier, fn) => fn(),
@@ -133,7 +186,11 @@ class OpenTelemetrySpan implements TraceSpan {
   }
 
   child(name: string, attributes: TraceAttributes): TraceSpan {
-    return startSpan(name, attributes, this.active);
+    return startSpan(name, attributes, this.active, SpanKind.INTERNAL);
+  }
+
+  carrier(): Record<string, string> | undefined {
+    return carrierOf(this.active);
   }
 
   event(name: string, attributes?: TraceAttributes): void {
@@ -150,11 +207,28 @@ class OpenTelemetrySpan implements TraceSpan {
   }
 }
 
-function startSpan(name: string, attributes: TraceAttributes, parent: Context): TraceSpan {
+const SPAN_KINDS: Record<TraceSpanKind, SpanKind> = {
+  internal: SpanKind.INTERNAL,
+  producer: SpanKind.PRODUCER,
+  consumer: SpanKind.CONSUMER,
+};
+
+function startSpan(name: string, attributes: TraceAttributes, parent: Context, kind: SpanKind): TraceSpan {
   // NOTE: the tracer is looked up per span, not cached: a cached one would keep the provider that
   // was global when it was made (tests register and disable providers).
-  const span = trace.getTracer(REACTOR_TRACER_NAME).startSpan(name, { kind: SpanKind.INTERNAL, attributes }, parent);
+  const span = trace.getTracer(REACTOR_TRACER_NAME).startSpan(name, { kind, attributes }, parent);
   return new OpenTelemetrySpan(span, parent);
+}
+
+/** The trace context `active` carries, for a job payload (see {@link openTelemetryTracing}). */
+function carrierOf(active: Context): Record<string, string> | undefined {
+  const carrier: Record<string, string> = {};
+  propagation.inject(active, carrier);
+  if (carrier[TRACEPARENT] === undefined) {
+    const spanContext = trace.getSpanContext(active);
+    if (spanContext && isSpanContextValid(spanContext)) carrier[TRACEPARENT] = traceparentOf(spanContext);
+  }
+  return Object.keys(carrier).length > 0 ? carrier : undefined;
 }
 
 const TRACEPARENT = 'traceparent';
@@ -165,17 +239,10 @@ const TRACEPARENT = 'traceparent';
  * span context still travels as a W3C `traceparent`, so the engine's own jobs stay in one trace.
  */
 export const openTelemetryTracing: Tracing = {
-  start: (name, attributes) => startSpan(name, attributes, context.active()),
-  carrier: () => {
-    const active = context.active();
-    const carrier: Record<string, string> = {};
-    propagation.inject(active, carrier);
-    if (carrier[TRACEPARENT] === undefined) {
-      const spanContext = trace.getSpanContext(active);
-      if (spanContext && isSpanContextValid(spanContext)) carrier[TRACEPARENT] = traceparentOf(spanContext);
-    }
-    return Object.keys(carrier).length > 0 ? carrier : undefined;
-  },
+  enabled: true,
+  rollbackSpans: false,
+  start: (name, attributes, kind = 'internal') => startSpan(name, attributes, context.active(), SPAN_KINDS[kind]),
+  carrier: () => carrierOf(context.active()),
   resume: (carrier, fn) => {
     if (carrier === undefined) return fn();
     let extracted = propagation.extract(context.active(), carrier);
@@ -187,9 +254,11 @@ export const openTelemetryTracing: Tracing = {
   },
 };
 
-/** Tracing through the global OpenTelemetry API, or none. */
-export function tracingOf(enabled: boolean): Tracing {
-  return enabled ? openTelemetryTracing : NO_TRACING;
+/** Tracing through the global OpenTelemetry API as `option` says, or none (`false`). */
+export function tracingOf(option: TracingOption): Tracing {
+  if (option === false) return NO_TRACING;
+  if (option === true || option.rollbackSpans !== true) return openTelemetryTracing;
+  return { ...openTelemetryTracing, rollbackSpans: true };
 }
 
 function traceparentOf(spanContext: SpanContext): string {
