@@ -12,4 +12,5 @@ execFileSync(process.execPath, [require.resolve('typescript/bin/tsc'), '-p', 'ts
 });
 cpSync('lib/scripts', 'dist/lib/scripts', { recursive: true });
 cpSync('lib/dashboard/assets', 'dist/lib/dashboard/assets', { recursive: true });
-cpSync('lib/testing/vitest/types.d.ts', 'dist/lib/testing/vitest/types.d.ts');
+for (const types of ['types.d.ts', 'types.d.mts'])
+  cpSync(`lib/testing/vitest/${types}`, `dist/lib/testing/vitest/${types}`);

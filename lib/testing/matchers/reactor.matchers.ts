@@ -49,7 +49,11 @@ export const reactorMatchers = {
    * expect(outcome).toHaveCompleted(expect.objectContaining({ country: 'FR' }));
    * ```
    */
-  toHaveCompleted(this: ReactorMatcherContext, received: unknown, ...expected: [value?: unknown]): ReactorMatcherResult {
+  toHaveCompleted(
+    this: ReactorMatcherContext,
+    received: unknown,
+    ...expected: [value?: unknown]
+  ): ReactorMatcherResult {
     const run = requireRun(received, 'toHaveCompleted');
     const withValue = expected.length > 0;
     const completed = run.status === 'completed';
