@@ -34,7 +34,7 @@
 
 // Nest integration
 export { Step, Reactor, ReactorModule, ReactorClient, OnReactorEvent } from './nest';
-export type { WaitOptions } from './nest';
+export type { WaitOptions, OnReactorEventOptions } from './nest';
 export {
   REACTOR_OPTIONS,
   REACTOR_RUNTIME,

@@ -16,7 +16,7 @@
  */
 export { Step } from './step.decorator';
 export { Reactor } from './reactor.decorator';
-export { OnReactorEvent } from './on-reactor-event.decorator';
+export { OnReactorEvent, type OnReactorEventOptions } from './on-reactor-event.decorator';
 export { ReactorModule } from './reactor.module';
 export { ReactorClient, type WaitOptions } from './reactor.client';
 export { REACTOR_MODULE_DEFAULTS, resolveReactorModuleOptions } from './reactor-module.options';
