@@ -210,3 +210,7 @@ export type { BullMqJobDispatcherOptions } from './queue';
 
 // OpenTelemetry: the instrumentation scope, span attribute and event names (docs/observability.md)
 export { REACTOR_TRACER_NAME, ReactorTraceAttributes, ReactorTraceEvents } from './core';
+export type { ReactorTracingOptions, TracingOption } from './core';
+// A worker of the app's own that hands BullMQ jobs to the engine: the job id and attempt of its spans
+export { withDelivery } from './core';
+export type { JobDelivery, JobMessaging } from './core';
