@@ -61,6 +61,89 @@ describe('async units', () => {
     expect(view?.asyncUnits.notify).toMatchObject({ status: 'failed', failure: { errorMessage: 'smtp down' } });
   });
 
+  it('a run whose only unfinished work is units nobody reads completes at once; the units run on in their jobs', async () => {
+    const log: string[] = [];
+    const { engine, dispatcher } = createHarness();
+    const emailGate = deferred();
+    const childGate = deferred();
+    const child = defineReactor('async-unread-child', (r: ReactorBuilder<{ n: number }>) =>
+      r.step('work', async () => (await childGate.promise, log.push('child:done'), success('c')), {}),
+    );
+    engine.register(child);
+    const def = defineReactor('async-fire-and-forget', (r: ReactorBuilder<{ n: number }>) => {
+      const n = r.input('n', { type: 'number' });
+      r.asyncStep('send-email', async () => (await emailGate.promise, log.push('email:sent'), success('sent')), {});
+      r.asyncReactor('audit', child, { n });
+      return r.step('record', () => (log.push('record'), success('recorded')), {});
+    });
+    engine.register(def);
+    const outcome = await engine.run(def, { n: 1 });
+    // Completed at once (not `dispatched` after asyncWaitTimeoutMs), with both units still running.
+    expect(outcome).toMatchObject({ status: 'completed', value: 'recorded' });
+    expect(log).toEqual(['record']);
+    let view = await engine.get(outcome.runId);
+    expect(view?.status).toBe('completed');
+    expect(view?.completed).toEqual(['record']);
+    expect(view?.results).toEqual({ record: 'recorded' });
+    const unfinished = expect.stringMatching(/^(pending|running)$/);
+    expect(view?.asyncUnits['send-email']).toMatchObject({ runId: `${outcome.runId}/send-email`, status: unfinished });
+    expect(view?.asyncUnits.audit).toMatchObject({ runId: `${outcome.runId}/audit`, status: unfinished });
+    emailGate.resolve();
+    childGate.resolve();
+    await dispatcher.idle();
+    expect(log.sort()).toEqual(['child:done', 'email:sent', 'record']);
+    view = await engine.get(outcome.runId);
+    // The run is as it completed; its units' own runs say how they ended.
+    expect(view?.status).toBe('completed');
+    expect(view?.completed).toEqual(['record']);
+    expect(view?.asyncUnits['send-email']).toMatchObject({ status: 'completed', value: 'sent' });
+    expect(view?.asyncUnits.audit).toMatchObject({ status: 'completed', value: 'c' });
+  });
+
+  it('a unit nobody reads that fails after its run completed: the run stays completed; the unit compensates by itself', async () => {
+    const log: string[] = [];
+    const { engine, dispatcher } = createHarness();
+    const gate = deferred();
+    const def = defineReactor('async-late-failure', (r: ReactorBuilder<{ n: number }>) => {
+      r.asyncStep(
+        'notify',
+        {
+          run: async () => (await gate.promise, log.push('run:notify'), failure(new Error('smtp down'))),
+          compensate: () => void log.push('compensate:notify'),
+        },
+        {},
+        { retries: { maxAttempts: 2, baseDelayMs: 10 } },
+      );
+      return r.step('main', { run: () => success('done'), undo: () => void log.push('undo:main') }, {});
+    });
+    engine.register(def);
+    const outcome = await engine.run(def, { n: 1 });
+    expect(outcome).toMatchObject({ status: 'completed', value: 'done' });
+    gate.resolve();
+    await dispatcher.idle();
+    expect(log).toEqual(['run:notify', 'run:notify', 'compensate:notify']);
+    const view = await engine.get(outcome.runId);
+    expect(view?.status).toBe('completed');
+    expect(view?.asyncUnits.notify).toMatchObject({ status: 'failed', failure: { errorMessage: 'smtp down' } });
+  });
+
+  it('a step that only waits for a unit (waitFor) starts once the unit is dispatched, not when it ends', async () => {
+    const log: string[] = [];
+    const { engine, dispatcher } = createHarness();
+    const gate = deferred();
+    const def = defineReactor('async-wait-for-dispatch', (r: ReactorBuilder<{ n: number }>) => {
+      const unit = r.asyncStep('unit', async () => (await gate.promise, log.push('unit:done'), success(1)), {});
+      return r.step('after', () => (log.push('after'), success('went on')), {}, { waitFor: [unit] });
+    });
+    engine.register(def);
+    const outcome = await engine.run(def, { n: 1 });
+    expect(outcome).toMatchObject({ status: 'completed', value: 'went on' });
+    expect(log).toEqual(['after']);
+    gate.resolve();
+    await dispatcher.idle();
+    expect(log).toEqual(['after', 'unit:done']);
+  });
+
   it("a reader gets the unit's Failure and decides: failing rolls back the run's own steps, not the unit", async () => {
     const log: string[] = [];
     const { engine, dispatcher } = createHarness();

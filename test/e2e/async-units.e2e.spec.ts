@@ -272,6 +272,16 @@ class ParkReactor implements ReactorBlueprint<{ n: number }> {
   }
 }
 
+/** A unit nobody reads (held at its gate), beside the run's own step and a step that only waits for its dispatch. */
+@Reactor('e2e-async-fire')
+class FireAndForgetReactor implements ReactorBlueprint<{ n: number }> {
+  build(r: ReactorBuilder<{ n: number }>) {
+    const email = r.asyncStep('send-email', ScoreStep, { n: r.input('n', { type: 'number' }) });
+    r.step('record', SideStep, {});
+    return r.step('after-dispatch', SideStep, {}, { waitFor: [email] });
+  }
+}
+
 const PROVIDERS = [
   ScoreStep,
   SideStep,
@@ -287,6 +297,7 @@ const PROVIDERS = [
   ChildReactor,
   ParentReactor,
   ParkReactor,
+  FireAndForgetReactor,
 ];
 
 const TERMINAL = ['completed', 'failed', 'halted', 'cancelled'];
@@ -391,6 +402,36 @@ describe('async units on Redis and BullMQ (e2e)', () => {
         'compensate:notify',
       ]);
       expect(unitBodies.get(`${runId}/notify`)).toBe(3);
+    });
+
+    it('a unit nobody reads holds nothing: the run completes at once (waitFor: [unit] waits for its dispatch only); the unit runs on in its job', async () => {
+      const runId = randomUUID();
+      armGate(runId);
+      const outcome = await client.run(FireAndForgetReactor as never, { n: 3 } as never, { runId });
+
+      // Completed with the unit still held at its gate (or not yet started), not `dispatched` after asyncWaitTimeoutMs.
+      expect(outcome).toMatchObject({ status: 'completed', runId, value: 'side' });
+      expect(callsOf(runId, 'run:after-dispatch')).toEqual(['run:after-dispatch']);
+      const v = await view(client, runId);
+      expect(v.status).toBe('completed');
+      expect([...v.completed].sort()).toEqual(['after-dispatch', 'record']);
+      expect(v.results['send-email']).toBeUndefined();
+      expect(v.asyncUnits['send-email']).toMatchObject({
+        runId: `${runId}/send-email`,
+        status: expect.stringMatching(/^(pending|running)$/),
+      });
+
+      // The unit runs in its own job, and ends on its own; the run is left as it completed.
+      await gateEntered(runId);
+      openGate(runId);
+      await pollUntil(
+        async () => (await view(client, runId)).asyncUnits['send-email']?.status === 'completed',
+        DEADLINE_MS,
+      );
+      const after = await view(client, runId);
+      expect(after.status).toBe('completed');
+      expect(after.asyncUnits['send-email']).toMatchObject({ status: 'completed', value: 30 });
+      expect(unitBodies.get(`${runId}/send-email`)).toBe(1);
     });
 
     it("a reader receiving the unit's Failure fails on purpose: the parent rolls back its own steps, the unit is not undone", async () => {

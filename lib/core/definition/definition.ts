@@ -75,6 +75,12 @@ export interface StepDefinition {
   readonly waitFor: readonly string[];
   /** Every step this one depends on (results read plus waitFor), deduplicated. */
   readonly dependsOn: readonly string[];
+  /**
+   * The steps whose results this one reads (its arguments; a map's source and element inputs),
+   * deduplicated. A step that only waits for an async unit (`waitFor`) starts once it is dispatched;
+   * one that reads it waits for its end.
+   */
+  readonly reads: readonly string[];
   readonly retries: RetryPolicy;
   readonly input?: StepContract;
   readonly output?: StepContract;

@@ -89,6 +89,7 @@ export function finishDefinition<I, O>(
       args: Object.freeze(args),
       waitFor: Object.freeze(waitFor),
       dependsOn: Object.freeze([...new Set([...reads, ...waitFor])]),
+      reads: Object.freeze([...new Set(reads)]),
       retries,
       input,
       output,

@@ -257,9 +257,7 @@ export class RunExecution extends RunScope implements NestedExecution {
    */
   private async awaitUnits(ms: number): Promise<boolean> {
     const { awaitRun } = this.env;
-    const pending = Object.entries(this.state.asyncUnits ?? {})
-      .filter(([step]) => !this.state.completed.includes(step))
-      .map(([, ref]) => ref.runId);
+    const pending = this.awaitedUnits().map(([, ref]) => ref.runId);
     if (!awaitRun || ms <= 0 || pending.length === 0) return false;
     await Promise.race(pending.map((runId) => awaitRun(runId, ms)));
     return this.anyUnitFinished(pending);
@@ -278,11 +276,16 @@ export class RunExecution extends RunScope implements NestedExecution {
    * unit was dispatched, between 1 s and 30 s (a finishing unit resumes the run at once anyway).
    */
   private parkPollMs(): number {
-    const pending = Object.entries(this.state.asyncUnits ?? {})
-      .filter(([step]) => !this.state.completed.includes(step))
-      .map(([, ref]) => ref.dispatchedAt);
+    const pending = this.awaitedUnits().map(([, ref]) => ref.dispatchedAt);
     const waited = pending.length > 0 ? this.now() - Math.min(...pending) : 0;
     return Math.min(30_000, Math.max(1_000, Math.floor(waited / 4)));
+  }
+
+  /** The async units of this run that have not finished and that a step still to run reads. */
+  private awaitedUnits(): Array<[string, NonNullable<RunState['asyncUnits']>[string]]> {
+    const done = new Set(this.state.completed);
+    const read = new Set(this.def.steps.filter((s) => !done.has(s.name)).flatMap((s) => s.reads));
+    return Object.entries(this.state.asyncUnits ?? {}).filter(([step]) => !done.has(step) && read.has(step));
   }
 
   /** The run waits at its interrupts: `paused`, durable, its lease released by the final save. */
@@ -469,7 +472,7 @@ export class RunExecution extends RunScope implements NestedExecution {
             this.trace({ type: 'handoff', step: name, detail: 'after' });
           }
           // The last step needs no checkpoint of its own: the final save follows at once.
-          if (running.size === 0 && finished.size === def.steps.length) break;
+          if (running.size === 0 && finished.size + units.length === def.steps.length) break;
           // A worker that lost the run's lease writes nothing more (its steps in flight settle first).
           if (this.env.abort?.stopCause === 'lease-lost') break;
           try {
@@ -510,9 +513,16 @@ export class RunExecution extends RunScope implements NestedExecution {
             break;
           }
           // An async unit stops only the steps that read it: the run waits for it once nothing
-          // else can run.
+          // else can run. Steps that only wait for it (`waitFor`) start now: they wait for its
+          // dispatch, not its end.
           if (settled.mode === 'async') {
+            const unit = settled.step.name;
             units.push(settled.step);
+            ready.releaseEarly(unit, (s) => !s.reads.includes(unit));
+            if (background && 'after' in background && background.after === unit) {
+              handoff ??= { mode: { mode: 'after', step: unit }, delayMs: 0 };
+              this.trace({ type: 'handoff', step: unit, detail: 'after' });
+            }
             break;
           }
           // The step waits for work elsewhere (a fan-out map's elements), which resumes the run: no job now.
@@ -525,15 +535,26 @@ export class RunExecution extends RunScope implements NestedExecution {
     // Told to stop (shutdown past its grace, lost lease): nothing more is started, rolled back or
     // written. A run whose steps all finished anyway (they ignored their signals) completes, unless
     // its lease is lost.
-    if (finished.size < def.steps.length || this.env.abort?.stopCause === 'lease-lost') this.throwIfStopped();
-    // Units finish on their own: the run waits for them before it pauses at an interrupt.
-    if (units.length > 0 && failures.length === 0 && !halt && !handoff) {
-      handoff = { mode: { mode: 'async', step: units[0].name }, delayMs: -1 };
+    if (finished.size + units.length < def.steps.length || this.env.abort?.stopCause === 'lease-lost')
+      this.throwIfStopped();
+    // Units finish on their own. The run waits for one only when a step reads it and waits for
+    // nothing else (before it pauses at an interrupt); a unit nobody reads now runs on by itself.
+    const pendingUnits = new Set(units.map((s) => s.name));
+    const awaited = def.steps.find(
+      (s) =>
+        !finished.has(s.name) &&
+        !pendingUnits.has(s.name) &&
+        s.reads.some((r) => pendingUnits.has(r)) &&
+        s.dependsOn.every((d) => finished.has(d) || pendingUnits.has(d)),
+    );
+    if (awaited && failures.length === 0 && !halt && !handoff) {
+      const unit = awaited.reads.find((r) => pendingUnits.has(r))!;
+      handoff = { mode: { mode: 'async', step: unit }, delayMs: -1 };
     } else if (paused.length > 0 && failures.length === 0 && !halt && !handoff) {
       handoff = { mode: { mode: 'interrupt', step: paused[0].name }, delayMs: -1 };
     }
     if (cancel !== undefined) return { failures, halt, handoff, last, cancel, aborted };
-    if (failures.length === 0 && !halt && !handoff && finished.size < def.steps.length) {
+    if (failures.length === 0 && !halt && !handoff && finished.size + pendingUnits.size < def.steps.length) {
       // Unreachable for a validated definition; guards against a corrupt resumed state.
       throw new InternalError(`Reactor '${def.name}': no ready steps but the run is not complete.`);
     }

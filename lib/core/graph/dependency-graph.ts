@@ -87,6 +87,8 @@ export class ReadySteps<N extends GraphNode> {
   private readonly waiting: number[];
   /** Ready nodes, ascending. */
   private readonly ready: number[] = [];
+  /** Edges (`dependent:dependency`, by index) already counted as satisfied by {@link releaseEarly}. */
+  private readonly early = new Set<string>();
 
   constructor(
     private readonly nodes: readonly N[],
@@ -114,7 +116,23 @@ export class ReadySteps<N extends GraphNode> {
 
   /** `name` finished: its dependents may become ready. */
   finished(name: string): void {
-    for (const d of this.index.dependents[this.index.byName.get(name)!]) {
+    const i = this.index.byName.get(name)!;
+    for (const d of this.index.dependents[i]) {
+      if (this.early.has(`${d}:${i}`)) continue;
+      if (this.waiting[d] > 0 && --this.waiting[d] === 0) this.insert(d);
+    }
+  }
+
+  /**
+   * `name` is under way but not finished (a dispatched async unit): the dependents `early` accepts
+   * (those that only wait for it) no longer wait for it; the others wait for {@link finished}.
+   */
+  releaseEarly(name: string, early: (node: N) => boolean): void {
+    const i = this.index.byName.get(name)!;
+    for (const d of this.index.dependents[i]) {
+      const edge = `${d}:${i}`;
+      if (this.early.has(edge) || !early(this.nodes[d])) continue;
+      this.early.add(edge);
       if (this.waiting[d] > 0 && --this.waiting[d] === 0) this.insert(d);
     }
   }

@@ -2,7 +2,9 @@
  * Async units (`asyncStep`, `asyncReactor`): a run of their own, dispatched to its own job while
  * this run goes on. The first invocation stores the unit's run (inputs validated here: invalid ones
  * fail this step), records it in this run (`asyncUnits`), checkpoints, then queues it; the step
- * then waits (`Suspended('async')`), which stops only the steps that read it. Invoked again (the
+ * then waits (`Suspended('async')`), which stops only the steps that read it: a step that only waits
+ * for it (`waitFor`) starts once it is dispatched, and a run whose only unfinished work is units
+ * nobody reads completes without them (they run on in their jobs). Invoked again (the
  * run re-entered: a reader is waiting, or after a recovery), it re-attaches to the unit, never
  * dispatches it again, and settles with what the unit ended with: its value, or its failure (or
  * halt), which readers receive as a `Failure` (`Halt`) object. A unit is never undone with the run.
@@ -82,7 +84,9 @@ export const asyncStep: StepKind<AsyncSpec> = {
     }
     if (isTerminal(unit.status)) return new Success(resultOf(unit));
     const waited = scope.now() - ref.dispatchedAt;
-    if (host.mode === 'worker' && waited >= host.parkTimeoutMs) {
+    // Only a unit a step still reads can time out: one nobody reads runs on by itself.
+    const read = scope.def.steps.some((s) => s.reads.includes(step.name) && !scope.state.completed.includes(s.name));
+    if (host.mode === 'worker' && read && waited >= host.parkTimeoutMs) {
       return new Failure(new AsyncWaitTimeoutError(scope.state.runId, step.name, ref.runId, waited), {
         retryable: false,
       });
