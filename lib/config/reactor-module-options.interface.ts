@@ -1,12 +1,68 @@
 import type { InjectionToken, ModuleMetadata, OptionalFactoryDependency, Type } from '@nestjs/common';
+import type { KeepJobs, RateLimiterOptions } from 'bullmq';
 import type { ReactorMiddleware, Clock, InputCipher, RateLimits } from '../core';
 
 /** Where the Redis runtime connects: a URL, or a connection the application owns. */
-export type ReactorRedisOptions =
-  /** A Redis URL; the module creates (and on shutdown closes) its own connections. */
-  | { url: string }
-  /** An existing ioredis connection (or cluster); the module never closes it. */
-  | { connection: unknown };
+export type ReactorRedisOptions = (
+  | /** A Redis URL; the module creates (and on shutdown closes) its own connections. */
+    { url: string }
+    /** An existing ioredis connection (or cluster); the module never closes it. */
+  | { connection: unknown }
+) & {
+  /**
+   * BullMQ and the run records need Redis's `maxmemory-policy noeviction`: under any other policy
+   * a full Redis evicts keys (a job, a lease, a run) silently. The policy is read at bootstrap
+   * (`INFO memory`); another one is a warning, or with `true` a boot failure (and the health
+   * indicator reports it as down). Not checked when Redis refuses `INFO` (some managed services).
+   * @default false
+   */
+  requireNoEviction?: boolean;
+};
+
+/**
+ * Job options of the module's BullMQ jobs that an application may set (docs/redis-in-production.md).
+ * The others (`jobId`, `delay`, `attempts`, `backoff`, `priority`, ...) carry the module's snoozes,
+ * retries and de-duplication and are refused.
+ */
+export interface ReactorJobOptions {
+  /**
+   * Completed jobs kept in BullMQ (for Bull Board, metrics): `true` removes each at once, a number
+   * or `{ count, age }` keeps the newest ones. Jobs hold run identity only. @default true
+   */
+  removeOnComplete?: boolean | number | KeepJobs;
+  /** Failed jobs kept in BullMQ. @default { count: 1000 } */
+  removeOnFail?: boolean | number | KeepJobs;
+  /** Log lines kept per job (`job.log`). */
+  keepLogs?: number;
+  /** Stack trace lines kept per failed attempt. */
+  stackTraceLimit?: number;
+}
+
+/** Options of the module's BullMQ workers (every queue's: the default one and `@Reactor({ queue })`'s). */
+export interface ReactorWorkerOptions {
+  /**
+   * BullMQ rate limiter of each queue: at most `max` jobs per `duration` ms, over every worker of
+   * that queue (all processes). A job is one async boundary of a run (a hand-off, a resume, a map
+   * element), not a step. @default none
+   */
+  limiter?: RateLimiterOptions;
+}
+
+/** BullMQ settings of the Redis runtime (docs/redis-in-production.md). */
+export interface ReactorBullMqOptions {
+  /**
+   * `@nestjs/bullmq` config key of a shared configuration the application registered with
+   * `BullModule.forRoot(configKey, {...})` (or `forRootAsync`): its settings (`defaultJobOptions`
+   * among the allowed job options, `telemetry`, `skipVersionCheck`, `streams`, ...) apply to the
+   * module's queues. Its `connection` and `prefix` do not: the module uses `redis` and `prefix`.
+   * @default none (the module's own configuration only)
+   */
+  configKey?: string;
+  /** Options of every job the module adds; over those of `configKey`'s `defaultJobOptions`. */
+  defaultJobOptions?: ReactorJobOptions;
+  /** Options of the module's workers. */
+  worker?: ReactorWorkerOptions;
+}
 
 /**
  * Options of the recovery sweepers (Redis runtime). The sweeper is a `@Cron` method driven by
@@ -148,6 +204,8 @@ export interface ReactorModuleOptions {
    * `false` makes no spans and carries no context (docs/observability.md). @default true
    */
   tracing?: boolean;
+  /** Redis runtime: BullMQ job and worker options, and the application's shared BullMQ configuration. */
+  bullmq?: ReactorBullMqOptions;
 }
 
 /** {@link ReactorModuleOptions} after validation, with every default applied. */
@@ -179,6 +237,11 @@ export interface ResolvedReactorModuleOptions {
   readonly rateLimits: Readonly<Record<string, RateLimits>>;
   readonly lockSnoozeMaxAttempts: number;
   readonly tracing: boolean;
+  readonly bullmq: {
+    readonly configKey?: string;
+    readonly defaultJobOptions: Readonly<ReactorJobOptions>;
+    readonly worker: Readonly<ReactorWorkerOptions>;
+  };
 }
 
 /**

@@ -48,6 +48,11 @@ export interface ReactorRuntime {
    */
   attachWorkerHost?(host: ReactorWorkerHost): void;
   /**
+   * An `error` event of a worker of the runtime's worker host. The Redis runtime logs connection
+   * errors once per outage, whichever connection reports them (storage, queues, workers).
+   */
+  reportWorkerError?(error: unknown): void;
+  /**
    * Take the routing of jobs by reactor (`@Reactor({ queue, concurrency, priority })`), resolved and
    * validated after discovery, before workers start. The Redis runtime creates the named queues
    * and, at start, their workers; the embedded runtime has no queues and no such method.

@@ -2,6 +2,7 @@
  * Every user-facing message of the Nest layer, as functions. Each says what is wrong and what to
  * do next.
  */
+import { errorText, sentences } from '../core/errors/sentence';
 
 type Named = { readonly name: string };
 
@@ -90,12 +91,82 @@ export const messages = {
   redisRuntimeStarted: (prefix: string, queue: string, bullPrefix: string, workers: boolean): string =>
     `Durable runtime on Redis and BullMQ: keys under '${prefix}', BullMQ queue '${queue}' (prefix '${bullPrefix}'), ` +
     (workers ? 'this process runs workers.' : 'workers disabled in this process (workers: false): it only enqueues.'),
-  redisUnreachable: (timeoutMs: number, error: unknown): string =>
-    `Redis did not answer a PING within ${timeoutMs} ms at application bootstrap` +
-    (error ? ` (${(error as Error)?.message ?? String(error)})` : '') +
-    '. Start Redis, or fix ReactorModule option redis (url or connection); connectTimeoutMs sets how long to wait.',
+  redisUnreachable: (timeoutMs: number, error: unknown, target?: string, option?: string): string =>
+    sentences(
+      `Redis did not answer a PING within ${timeoutMs} ms at application bootstrap` +
+        (target || error
+          ? ` (${[target && `at ${target}`, error && errorText(error)].filter(Boolean).join(': ')})`
+          : ''),
+      option === 'redis.url'
+        ? 'Start Redis there, or fix ReactorModule option redis.url (the URL above, with its credentials hidden)'
+        : option === 'redis.connection'
+          ? 'Start Redis there, or fix the connection given as ReactorModule option redis.connection'
+          : 'Start Redis, or fix ReactorModule option redis (url or connection)',
+      'connectTimeoutMs sets how long the bootstrap waits.',
+    ),
   redisClientError: (error: unknown): string =>
     `Redis connection error (nest-reactor storage client): ${(error as Error)?.message ?? String(error)}`,
+  redisConnectionError: (source: string, target: string, error: unknown): string =>
+    sentences(
+      `Redis connection error (nest-reactor ${source}, ${target}): ${errorText(error)}`,
+      'The module keeps reconnecting; the same error from its other connections (storage, BullMQ queues and ' +
+        'workers) is not logged again until a connection is back.',
+    ),
+  redisConnectionBack: (target: string): string => `Redis connection back (nest-reactor, ${target}).`,
+  evictionPolicy: (policy: string, where: string, fatal: boolean): string =>
+    sentences(
+      `Redis${where} has maxmemory-policy '${policy}', not 'noeviction': when it reaches maxmemory it evicts keys ` +
+        'silently, and an evicted BullMQ job, lease or run record is a run lost or executed twice',
+      "Set maxmemory-policy noeviction (redis.conf, CONFIG SET maxmemory-policy noeviction, or your provider's " +
+        'parameter group) and size maxmemory for your runs (docs/redis-in-production.md)',
+      fatal
+        ? 'The boot fails because ReactorModule option redis.requireNoEviction is true.'
+        : 'Set ReactorModule option redis.requireNoEviction: true to fail the boot instead of this warning.',
+    ),
+  evictionPolicyUnchecked: (error: unknown): string =>
+    sentences(
+      `The Redis eviction policy was not checked: INFO memory was refused or did not say (${errorText(error)})`,
+      'Make sure maxmemory-policy is noeviction (docs/redis-in-production.md).',
+    ),
+  evictionPolicyUnknownRequired: (error: unknown): string =>
+    sentences(
+      `ReactorModule option redis.requireNoEviction is true, but the Redis eviction policy could not be read: INFO ` +
+        `memory was refused or did not say (${errorText(error)})`,
+      "Allow INFO for the module's user, or drop requireNoEviction and make sure maxmemory-policy is noeviction.",
+    ),
+  jobOptionReserved: (path: string, key: string, allowed: readonly string[]): string =>
+    sentences(
+      `ReactorModule option '${path}' cannot be set` +
+        ({
+          jobId: ': job ids de-duplicate recovery jobs (the sweeper) and are chosen by the module',
+          delay: ': delays carry snoozes and retry backoffs and are chosen by the module',
+          attempts: ': use jobRetryCount (BullMQ retries of a job whose handling hit an infrastructure error)',
+          backoff: ": the backoff between those retries is the module's (exponential from one second)",
+          priority: ": use @Reactor(name, { priority }) (and { queue } for a queue of the reactor's own)",
+          lifo: ': jobs of a queue are taken in order',
+          repeat: ': runs are started by ReactorClient; repeat them from your own scheduler',
+          parent: ': jobs of the module belong to no flow',
+        }[key] ?? ' (it is not a job option the module lets through)'),
+      `The job options you may set are ${allowed.join(', ')}.`,
+    ),
+  workerOptionReserved: (path: string, key: string, allowed: readonly string[]): string =>
+    sentences(
+      `ReactorModule option '${path}' cannot be set` +
+        ({
+          concurrency: ': use workerConcurrency (the default queue) or @Reactor(name, { queue, concurrency })',
+          autorun: ': workers start at application bootstrap and stop at shutdown',
+          connection: ': the workers use ReactorModule option redis',
+          prefix: ': the workers use ReactorModule option prefix',
+        }[key] ?? ' (it is not a worker option the module lets through)'),
+      `The worker options you may set are ${allowed.join(', ')}.`,
+    ),
+  bullConfigKeyMissing: (configKey: string): string =>
+    `ReactorModule option 'bullmq.configKey' is '${configKey}', but no BullMQ configuration is registered under ` +
+    `that key. Register it with BullModule.forRoot('${configKey}', { ... }) (or forRootAsync('${configKey}', { ... })) ` +
+    "in your application module, or drop bullmq.configKey to use the module's own configuration only.",
+  bullConfigKeyConnection: (configKey: string): string =>
+    `BullMQ configuration '${configKey}' (ReactorModule option bullmq.configKey): its connection and prefix are not ` +
+    "used by nest-reactor's queues, which take ReactorModule options redis and prefix.",
   queueError: (what: 'queue' | 'worker', error: unknown): string =>
     `BullMQ ${what} error (nest-reactor): ${(error as Error)?.message ?? String(error)}`,
   workerNotRegistered: (): string =>
@@ -110,8 +181,10 @@ export const messages = {
     'closing the worker anyway. Their runs keep their last checkpoint and are re-enqueued by the sweeper once ' +
     'their lease expires (leaseTtlMs); the step in flight runs again.',
   abandonedJobFailed: (runId: string, error: unknown): string =>
-    `Run '${runId}' was still executing when its worker shut down and then failed: ` +
-    `${(error as Error)?.message ?? String(error)}. The sweeper will re-enqueue it from its last checkpoint.`,
+    sentences(
+      `Run '${runId}' was still executing when its worker shut down and then failed: ${errorText(error)}`,
+      'The sweeper will re-enqueue it from its last checkpoint.',
+    ),
   workerShuttingDown: (): string => 'The nest-reactor worker is shutting down; the job is left for another worker.',
   cleanupFailed: (what: string, error: unknown): string =>
     `Shutdown: could not ${what}: ${(error as Error)?.message ?? String(error)}`,
@@ -162,6 +235,17 @@ export const messages = {
   healthBacklog: (waiting: number, maxBacklog: number): string =>
     `${waiting} job${waiting === 1 ? ' is' : 's are'} waiting for a worker, more than maxBacklog (${maxBacklog}): ` +
     'the workers do not keep up. Add processes or raise workerConcurrency, or look for slow steps.',
+  healthOptionNotBoolean: (option: string, value: unknown): string =>
+    `ReactorHealthIndicator.isHealthy(): option ${option} must be true or false (got ${show(value)}).`,
+  healthEvictionPolicy: (policy: string, required: boolean): string =>
+    sentences(
+      `Redis has maxmemory-policy '${policy}', not 'noeviction': a full Redis evicts jobs, leases and run records ` +
+        'silently',
+      'Set maxmemory-policy noeviction (docs/redis-in-production.md)',
+      required
+        ? 'Reported as down because requireNoEviction is set.'
+        : 'Reported as a warning; pass requireNoEviction: true to report it as down.',
+    ),
   healthQueueUnanswered: (timeoutMs: number, error: unknown): string =>
     `The BullMQ queue did not report its job counts within ${timeoutMs} ms` +
     (error ? ` (${(error as Error)?.message ?? String(error)})` : '') +

@@ -34,10 +34,19 @@ export interface ReactorHealthOptions {
   maxBacklog?: number;
   /** How long to wait for Redis to answer a PING, and for the queues to report their counts. @default 1000 */
   timeoutMs?: number;
+  /**
+   * Down when Redis's `maxmemory-policy` is not `noeviction` (else that is a warning, in
+   * `warnings`). Not checked when Redis refuses `INFO` (`evictionPolicy: null`).
+   * @default ReactorModule option `redis.requireNoEviction` (false)
+   */
+  requireNoEviction?: boolean;
 }
 
-/** Redis: whether the storage connection answered a PING in time, and how fast. */
-export type ReactorRedisHealth = { reachable: boolean; latencyMs?: number };
+/**
+ * Redis: whether the storage connection answered a PING in time, and how fast; and its
+ * `maxmemory-policy` (`null` when Redis did not say: `INFO` refused, or not answered in time).
+ */
+export type ReactorRedisHealth = { reachable: boolean; latencyMs?: number; evictionPolicy?: string | null };
 
 /** The module's BullMQ workers in this process. */
 export type ReactorWorkersHealth = {
@@ -78,11 +87,14 @@ export type ReactorBacklogHealth = {
  * What the indicator reports under its key (beside terminus's `status`). With the embedded
  * runtime only `runtime` and `message`; with Redis every section. `problems` lists, when the
  * status is `down`, each reason as a sentence that says what to do (`message` joins them).
+ * `warnings` lists what does not make the module down but should be fixed (an eviction policy
+ * other than `noeviction`, unless `requireNoEviction`).
  */
 export type ReactorHealthDetails = {
   runtime: ReactorRuntime['kind'];
   message?: string;
   problems?: string[];
+  warnings?: string[];
   redis?: ReactorRedisHealth;
   workers?: ReactorWorkersHealth;
   sweeper?: ReactorSweeperHealth;
@@ -99,6 +111,8 @@ const SCHEDULED_SWEEP_AGE_INTERVALS = 3;
  * when any of these fails, and says which in its details:
  *
  * - Redis answers a PING on the module's storage connection within `timeoutMs`;
+ * - Redis's `maxmemory-policy` is `noeviction`, with `requireNoEviction` (else another policy is
+ *   listed in `warnings` and the status stays `up`);
  * - every BullMQ worker of the module in this process is running (unless `workers: false`);
  * - the recovery sweeper is scheduled and has made progress within `maxSweepAgeMs`;
  * - no more than `maxBacklog` jobs wait for a worker (when given).
@@ -138,12 +152,17 @@ export class ReactorHealthIndicator {
     options: ReactorHealthOptions = {},
   ): Promise<HealthIndicatorResult<Key>> {
     const { timeoutMs, maxBacklog, maxSweepAgeMs } = checkedOptions(options);
+    const requireNoEviction = options?.requireNoEviction ?? this.options.redis?.requireNoEviction === true;
     const indicator = this.health.check(key);
     if (this.runtime.kind !== 'redis') {
       return indicator.up({ runtime: this.runtime.kind, message: messages.healthEmbedded() });
     }
     const problems: string[] = [];
-    const [redis, counts] = await Promise.all([this.checkRedis(timeoutMs, problems), this.countJobs(timeoutMs)]);
+    const warnings: string[] = [];
+    const [redis, counts] = await Promise.all([
+      this.checkRedis(timeoutMs, problems, requireNoEviction ? problems : warnings, requireNoEviction),
+      this.countJobs(timeoutMs),
+    ]);
     const backlog: ReactorBacklogHealth = {
       waiting: null,
       delayed: null,
@@ -165,17 +184,33 @@ export class ReactorHealthIndicator {
       workers: this.checkWorkers(problems),
       sweeper: this.checkSweeper(maxSweepAgeMs, problems),
       backlog,
+      ...(warnings.length > 0 ? { warnings } : {}),
     };
     if (problems.length === 0) return indicator.up(details);
     return indicator.down({ ...details, message: problems.join(' '), problems });
   }
 
-  private async checkRedis(timeoutMs: number, problems: string[]): Promise<ReactorRedisHealth> {
-    const redis = (this.runtime as RedisReactorRuntime).redis;
-    const answer = await answerWithin(() => redis.ping(), timeoutMs);
-    if (answer.ok && answer.value === 'PONG') return { reachable: true, latencyMs: answer.ms };
-    problems.push(messages.healthRedisUnreachable(timeoutMs, answer.ok ? `answered ${answer.value}` : answer.error));
-    return { reachable: false };
+  private async checkRedis(
+    timeoutMs: number,
+    problems: string[],
+    evictionProblems: string[],
+    requireNoEviction: boolean,
+  ): Promise<ReactorRedisHealth> {
+    const runtime = this.runtime as RedisReactorRuntime;
+    const [answer, eviction] = await Promise.all([
+      answerWithin(() => runtime.redis.ping(), timeoutMs),
+      answerWithin(() => runtime.evictionPolicy(), timeoutMs),
+    ]);
+    if (!answer.ok || answer.value !== 'PONG') {
+      problems.push(messages.healthRedisUnreachable(timeoutMs, answer.ok ? `answered ${answer.value}` : answer.error));
+      return { reachable: false };
+    }
+    // INFO refused (some managed services) or slow: not known, not a problem.
+    const evictionPolicy = eviction.ok ? eviction.value.policy : null;
+    if (evictionPolicy !== null && evictionPolicy !== 'noeviction') {
+      evictionProblems.push(messages.healthEvictionPolicy(evictionPolicy, requireNoEviction));
+    }
+    return { reachable: true, latencyMs: answer.ms, evictionPolicy };
   }
 
   /** Jobs in the module's queues, summed over them. */
@@ -241,6 +276,10 @@ export class ReactorHealthIndicator {
 }
 
 function checkedOptions(options: ReactorHealthOptions): ReactorHealthOptions & { timeoutMs: number } {
+  const require = options?.requireNoEviction;
+  if (require !== undefined && typeof require !== 'boolean') {
+    throw new ConfigurationError(messages.healthOptionNotBoolean('requireNoEviction', require), 'requireNoEviction');
+  }
   for (const name of ['maxSweepAgeMs', 'maxBacklog', 'timeoutMs'] as const) {
     const value: unknown = options?.[name];
     if (value !== undefined && !(typeof value === 'number' && Number.isFinite(value) && value >= 0)) {

@@ -12,9 +12,12 @@ import { DEFAULT_MAX_CONTEXT_BYTES } from '../storage/run-state.codec';
 import { DEFAULT_CONTEXT_TTL_MS } from '../storage/redis/redis-reactor.storage';
 import { DEFAULT_SHARDS } from '../storage/redis/redis.keys';
 import { describeValidSweepIntervals, sweepCronExpression } from '../sweepers/sweep-schedule';
+import type { KeepJobs } from 'bullmq';
 import {
+  type ReactorJobOptions,
   type ReactorModuleOptions,
   type ReactorRedisOptions,
+  type ReactorWorkerOptions,
   type ReactorRuntimeKind,
   type ResolvedReactorModuleOptions,
   messages,
@@ -69,7 +72,13 @@ const KNOWN_OPTIONS: ReadonlyArray<keyof ReactorModuleOptions> = [
   'rateLimits',
   'lockSnoozeMaxAttempts',
   'tracing',
+  'bullmq',
 ];
+
+/** Job options the application may set (`bullmq.defaultJobOptions`); every other one is refused. */
+const ALLOWED_JOB_OPTIONS = ['removeOnComplete', 'removeOnFail', 'keepLogs', 'stackTraceLimit'] as const;
+/** Worker options the application may set (`bullmq.worker`). */
+const ALLOWED_WORKER_OPTIONS = ['limiter'] as const;
 
 /**
  * Validate module options and apply defaults. The only place options are checked, for `forRoot`
@@ -146,6 +155,7 @@ export function resolveReactorModuleOptions(raw: ReactorModuleOptions | undefine
       0,
     ),
     tracing: boolean('tracing', options.tracing, d.tracing),
+    bullmq: Object.freeze(resolveBullMq(options.bullmq)),
   });
 }
 
@@ -169,20 +179,133 @@ export function runtimeKindOf(options: ResolvedReactorModuleOptions): ReactorRun
 function resolveRedis(value: unknown): ReactorRedisOptions | undefined {
   if (value === undefined) return undefined;
   if (!isPlainObject(value)) throw invalidOption('redis', '{ url } or { connection }', value);
-  const keys = Object.keys(value);
-  if (keys.length === 1 && keys[0] === 'url') {
+  const known = ['url', 'connection', 'requireNoEviction'];
+  for (const key of Object.keys(value)) {
+    if (!known.includes(key))
+      throw new ConfigurationError(
+        messages.optionUnknown(
+          `redis.${key}`,
+          known.map((k) => `redis.${k}`),
+        ),
+        `redis.${key}`,
+      );
+  }
+  const requireNoEviction = boolean('redis.requireNoEviction', value.requireNoEviction, false);
+  const extra = value.requireNoEviction === undefined ? {} : { requireNoEviction };
+  if ('url' in value && !('connection' in value)) {
     if (typeof value.url !== 'string' || value.url.length === 0) {
       throw invalidOption('redis.url', 'a non-empty Redis URL such as redis://localhost:6379', value.url);
     }
-    return Object.freeze({ url: value.url });
+    return Object.freeze({ url: value.url, ...extra });
   }
-  if (keys.length === 1 && keys[0] === 'connection') {
+  if ('connection' in value && !('url' in value)) {
     if (value.connection === null || typeof value.connection !== 'object') {
       throw invalidOption('redis.connection', 'an ioredis connection', value.connection);
     }
-    return Object.freeze({ connection: value.connection });
+    return Object.freeze({ connection: value.connection, ...extra });
   }
   throw invalidOption('redis', 'exactly one of { url } or { connection }', value);
+}
+
+function resolveBullMq(value: unknown): ResolvedReactorModuleOptions['bullmq'] {
+  if (value === undefined) return { defaultJobOptions: Object.freeze({}), worker: Object.freeze({}) };
+  if (!isPlainObject(value)) throw invalidOption('bullmq', '{ configKey?, defaultJobOptions?, worker? }', value);
+  const known = ['configKey', 'defaultJobOptions', 'worker'];
+  for (const key of Object.keys(value)) {
+    if (!known.includes(key))
+      throw new ConfigurationError(
+        messages.optionUnknown(
+          `bullmq.${key}`,
+          known.map((k) => `bullmq.${k}`),
+        ),
+        `bullmq.${key}`,
+      );
+  }
+  const { configKey } = value;
+  if (configKey !== undefined && (typeof configKey !== 'string' || configKey.length === 0)) {
+    throw invalidOption(
+      'bullmq.configKey',
+      "the non-empty config key given to BullModule.forRoot('key', { ... })",
+      configKey,
+    );
+  }
+  return {
+    ...(configKey === undefined ? {} : { configKey: configKey as string }),
+    defaultJobOptions: Object.freeze(resolveJobOptions('bullmq.defaultJobOptions', value.defaultJobOptions)),
+    worker: Object.freeze(resolveWorkerOptions(value.worker)),
+  };
+}
+
+/**
+ * The job options of `path` the application may set; one the module sets itself is refused with
+ * what to use instead (`messages.jobOptionReserved`).
+ */
+export function resolveJobOptions(path: string, value: unknown): ReactorJobOptions {
+  if (value === undefined) return {};
+  if (!isPlainObject(value))
+    throw invalidOption(path, `an object of job options (${ALLOWED_JOB_OPTIONS.join(', ')})`, value);
+  const out: ReactorJobOptions = {};
+  for (const [key, option] of Object.entries(value)) {
+    if (!(ALLOWED_JOB_OPTIONS as readonly string[]).includes(key)) {
+      throw new ConfigurationError(
+        messages.jobOptionReserved(`${path}.${key}`, key, ALLOWED_JOB_OPTIONS),
+        `${path}.${key}`,
+      );
+    }
+    if (option === undefined) continue;
+    if (key === 'removeOnComplete' || key === 'removeOnFail') {
+      out[key] = keepJobs(`${path}.${key}`, option);
+    } else {
+      out[key as 'keepLogs' | 'stackTraceLimit'] = integer(`${path}.${key}`, option, 0, 0);
+    }
+  }
+  return out;
+}
+
+/** `true`, `false`, a count, or `{ count?, age? }` (BullMQ's KeepJobs). */
+function keepJobs(path: string, value: unknown): boolean | number | KeepJobs {
+  const expected = 'true, false, a number of jobs to keep, or { count?, age? } (age in seconds)';
+  if (typeof value === 'boolean') return value;
+  if (typeof value === 'number') return integer(path, value, 0, 0);
+  if (!isPlainObject(value)) throw invalidOption(path, expected, value);
+  const keys = Object.keys(value);
+  if (
+    keys.some((key) => key !== 'count' && key !== 'age' && key !== 'limit') ||
+    (value.age === undefined && (value.count === undefined || value.limit !== undefined))
+  ) {
+    throw invalidOption(path, expected, value);
+  }
+  const count = value.count === undefined ? undefined : integer(`${path}.count`, value.count, 0, 0);
+  if (value.age === undefined) return { count: count! };
+  return {
+    age: integer(`${path}.age`, value.age, 0, 0),
+    ...(count === undefined ? {} : { count }),
+    ...(value.limit === undefined ? {} : { limit: integer(`${path}.limit`, value.limit, 0, 1) }),
+  };
+}
+
+function resolveWorkerOptions(value: unknown): ReactorWorkerOptions {
+  if (value === undefined) return {};
+  if (!isPlainObject(value))
+    throw invalidOption('bullmq.worker', `an object of worker options (${ALLOWED_WORKER_OPTIONS.join(', ')})`, value);
+  const out: ReactorWorkerOptions = {};
+  for (const [key, option] of Object.entries(value)) {
+    if (!(ALLOWED_WORKER_OPTIONS as readonly string[]).includes(key)) {
+      throw new ConfigurationError(
+        messages.workerOptionReserved(`bullmq.worker.${key}`, key, ALLOWED_WORKER_OPTIONS),
+        `bullmq.worker.${key}`,
+      );
+    }
+    if (option === undefined) continue;
+    if (!isPlainObject(option) || Object.keys(option).some((k) => k !== 'max' && k !== 'duration')) {
+      throw invalidOption('bullmq.worker.limiter', '{ max, duration } (at most max jobs per duration ms)', option);
+    }
+    out.limiter = Object.freeze({
+      max: integer('bullmq.worker.limiter.max', option.max ?? null, 0, 1),
+      duration: integer('bullmq.worker.limiter.duration', option.duration ?? null, 0, 1),
+    });
+  }
+  return out;
 }
 
 function resolvePrefix(value: unknown): string {

@@ -1,7 +1,8 @@
 import { Queue, type ConnectionOptions, type JobsOptions } from 'bullmq';
 import type { DispatchOptions, JobDispatcher, JobMessaging, ReactorJob } from '../core';
+import type { ReactorJobOptions } from '../config';
 import { bullMqMessaging } from './job-delivery';
-import { FAILED_JOBS_KEPT, JOB_BACKOFF_BASE_MS, REACTOR_QUEUE_NAME } from './queue.constants';
+import { DEFAULT_JOB_OPTIONS, JOB_BACKOFF_BASE_MS, REACTOR_QUEUE_NAME } from './queue.constants';
 import { ReactorQueues } from './reactor-queues';
 
 /** Options of {@link BullMqJobDispatcher}. */
@@ -13,6 +14,11 @@ export interface BullMqJobDispatcherOptions {
   jobRetryCount?: number;
   /** First delay of the exponential backoff between those retries. @default 1000 */
   backoffMs?: number;
+  /**
+   * What BullMQ keeps of the jobs (and their logs, stack traces), set on each job.
+   * @default { removeOnComplete: true, removeOnFail: { count: 1000 } }
+   */
+  jobOptions?: ReactorJobOptions;
 }
 
 /**
@@ -57,6 +63,7 @@ export class BullMqJobDispatcher implements JobDispatcher {
   private readonly routed?: ReactorQueues;
   private readonly attempts: number;
   private readonly backoffMs: number;
+  private readonly keep: ReactorJobOptions;
   /** Job spans: system `bullmq`, the queue each job goes to (its reactor's route). */
   readonly messaging: JobMessaging = bullMqMessaging((job) => this.routeOf(job.reactorName).queue);
 
@@ -87,6 +94,7 @@ export class BullMqJobDispatcher implements JobDispatcher {
     }
     this.attempts = (options.jobRetryCount ?? 3) + 1;
     this.backoffMs = options.backoffMs ?? JOB_BACKOFF_BASE_MS;
+    this.keep = { ...DEFAULT_JOB_OPTIONS, ...options.jobOptions };
   }
 
   /**
@@ -128,10 +136,9 @@ export class BullMqJobDispatcher implements JobDispatcher {
 
   private jobOptions(delayMs = 0, priority?: number): JobsOptions {
     const options: JobsOptions = {
+      ...this.keep,
       attempts: this.attempts,
       backoff: { type: 'exponential', delay: this.backoffMs },
-      removeOnComplete: true,
-      removeOnFail: { count: FAILED_JOBS_KEPT },
     };
     const delay = Math.max(0, Math.ceil(delayMs));
     if (delay > 0) options.delay = delay;

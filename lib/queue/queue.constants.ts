@@ -20,6 +20,16 @@ export const JOB_BACKOFF_BASE_MS = 1_000;
 export const FAILED_JOBS_KEPT = 1_000;
 
 /**
+ * What BullMQ keeps of the module's jobs unless `bullmq.defaultJobOptions` says otherwise:
+ * completed jobs are removed at once (they hold run identity only; the run's record is the
+ * history), the newest {@link FAILED_JOBS_KEPT} failed ones are kept.
+ */
+export const DEFAULT_JOB_OPTIONS = Object.freeze({
+  removeOnComplete: true,
+  removeOnFail: Object.freeze({ count: FAILED_JOBS_KEPT }),
+});
+
+/**
  * The BullMQ `prefix` for a module `prefix`: `<prefix>:{<prefix>:queue}`, and for a reactor's own
  * queue `queue`, `<prefix>:{<prefix>:queue:<queue>}` (each queue in a slot of its own, so on a
  * Redis Cluster the queues spread over the masters). Every BullMQ key starts

@@ -1,9 +1,19 @@
 import { BullModule, getSharedConfigToken } from '@nestjs/bullmq';
-import { Module, type DynamicModule } from '@nestjs/common';
-import type { ConnectionOptions, QueueOptions } from 'bullmq';
+import { Logger, Module, type DynamicModule } from '@nestjs/common';
+import { ModuleRef } from '@nestjs/core';
+import type { ConnectionOptions, DefaultJobOptions, QueueOptions } from 'bullmq';
 import { ConfigurationError } from '../core';
-import { type ResolvedReactorModuleOptions, REACTOR_OPTIONS } from '../config';
-import { bullMqPrefix, REACTOR_BULL_CONFIG_KEY, REACTOR_QUEUE_NAME } from './queue.constants';
+import {
+  type ReactorJobOptions,
+  type ResolvedReactorModuleOptions,
+  REACTOR_LOGGER_CONTEXT,
+  REACTOR_OPTIONS,
+  messages,
+} from '../config';
+import { bullMqPrefix, DEFAULT_JOB_OPTIONS, REACTOR_BULL_CONFIG_KEY, REACTOR_QUEUE_NAME } from './queue.constants';
+
+/** The job options an application may set (`bullmq.defaultJobOptions`, or its shared configuration's). */
+const APPLICATION_JOB_OPTIONS = ['removeOnComplete', 'removeOnFail', 'keepLogs', 'stackTraceLimit'] as const;
 
 /**
  * Holds nest-reactor's BullMQ settings under its own `@nestjs/bullmq` config key.
@@ -15,14 +25,66 @@ export class ReactorBullConfigModule {}
 /**
  * The BullMQ settings of the module's queue and worker, from the module options: the connection
  * (the URL, so that BullMQ creates and closes its own connections, or the application's
- * connection, which BullMQ shares and never closes) and the key prefix.
+ * connection, which BullMQ shares and never closes), the key prefix, and the default job options
+ * (the module's defaults, under the allowed `defaultJobOptions` of the application's `shared`
+ * configuration, under `bullmq.defaultJobOptions`). The rest of `shared` (`telemetry`, `streams`,
+ * ...) is kept; its `connection` and `prefix` are not.
  */
-export function bullMqQueueOptions(options: ResolvedReactorModuleOptions, queue?: string): QueueOptions {
+export function bullMqQueueOptions(
+  options: ResolvedReactorModuleOptions,
+  queue?: string,
+  shared: QueueOptions = { connection: {} },
+): QueueOptions {
   const redis = options.redis;
   if (!redis) throw new ConfigurationError('The BullMQ queue of nest-reactor needs the redis option.', 'redis');
   const connection: ConnectionOptions =
     'url' in redis ? { url: redis.url } : (redis.connection as unknown as ConnectionOptions);
-  return { connection, prefix: bullMqPrefix(options.prefix, queue) };
+  // The shared configuration's connection and prefix are left out: the module's own are used.
+  const { connection: _connection, prefix: _prefix, blockingConnection: _blocking, ...rest } = shared;
+  return {
+    ...rest,
+    connection,
+    prefix: bullMqPrefix(options.prefix, queue),
+    defaultJobOptions: {
+      ...DEFAULT_JOB_OPTIONS,
+      ...reactorJobOptions(shared.defaultJobOptions),
+      ...options.bullmq.defaultJobOptions,
+    },
+  };
+}
+
+/**
+ * The job options an application may set, out of BullMQ `defaultJobOptions` (the others, such as
+ * `attempts` or `delay` in a configuration shared with the application's own queues, are left out:
+ * the module sets them on each job).
+ */
+export function reactorJobOptions(defaults: DefaultJobOptions | undefined): ReactorJobOptions {
+  const out: Record<string, unknown> = {};
+  for (const key of APPLICATION_JOB_OPTIONS) {
+    if (defaults?.[key] !== undefined) out[key] = defaults[key];
+  }
+  return out as ReactorJobOptions;
+}
+
+/**
+ * The application's shared BullMQ configuration named by `bullmq.configKey` (registered with
+ * `BullModule.forRoot(configKey, {...})`), or a coded error naming the option when there is none.
+ */
+function sharedConfiguration(options: ResolvedReactorModuleOptions, moduleRef: ModuleRef): QueueOptions | undefined {
+  const configKey = options.bullmq.configKey;
+  if (configKey === undefined) return undefined;
+  let shared: QueueOptions | undefined;
+  try {
+    shared = moduleRef.get<QueueOptions>(getSharedConfigToken(configKey), { strict: false });
+  } catch {
+    shared = undefined;
+  }
+  if (shared === undefined || shared === null || typeof shared !== 'object') {
+    throw new ConfigurationError(messages.bullConfigKeyMissing(configKey), 'bullmq.configKey');
+  }
+  if (shared.prefix !== undefined)
+    new Logger(REACTOR_LOGGER_CONTEXT).debug(messages.bullConfigKeyConnection(configKey));
+  return shared;
 }
 
 /**
@@ -30,7 +92,8 @@ export function bullMqQueueOptions(options: ResolvedReactorModuleOptions, queue?
  *
  * - the shared configuration under nest-reactor's own key (`BULLMQ_CONFIG(nest-reactor)`), built
  *   from the module options, so the application's `BullModule.forRoot()` (the default key) is
- *   neither replaced nor read;
+ *   neither replaced nor read, unless `bullmq.configKey` names one of the application's
+ *   configurations to build on (its connection and prefix excepted);
  * - `BullModule.registerQueue({ name: 'nest-reactor', configKey: 'nest-reactor' })`, which also
  *   brings `@nestjs/bullmq`'s explorer: it builds the `RunProcessor`'s worker during module init
  *   and closes workers and queue at application shutdown (after the module closed them itself;
@@ -53,8 +116,9 @@ export function reactorQueueImports(optionsModule: DynamicModule): DynamicModule
       providers: [
         {
           provide: configToken,
-          useFactory: (options: ResolvedReactorModuleOptions) => bullMqQueueOptions(options),
-          inject: [REACTOR_OPTIONS],
+          useFactory: (options: ResolvedReactorModuleOptions, moduleRef: ModuleRef) =>
+            bullMqQueueOptions(options, undefined, sharedConfiguration(options, moduleRef)),
+          inject: [REACTOR_OPTIONS, ModuleRef],
         },
       ],
       exports: [configToken],

@@ -57,7 +57,7 @@ export class RunProcessor extends WorkerHost implements ReactorWorkerHost {
 
   constructor(
     private readonly engine: ReactorEngine,
-    @Inject(REACTOR_RUNTIME) runtime: ReactorRuntime,
+    @Inject(REACTOR_RUNTIME) private readonly runtime: ReactorRuntime,
     @Inject(REACTOR_OPTIONS) private readonly options: ResolvedReactorModuleOptions,
   ) {
     super();
@@ -86,6 +86,9 @@ export class RunProcessor extends WorkerHost implements ReactorWorkerHost {
     const worker = this.requireWorker();
     this.handler = handler;
     worker.concurrency = this.options.workerConcurrency;
+    // @nestjs/bullmq built the worker with the decorator's options; the module's worker options
+    // (read by BullMQ when it fetches a job) are added here, before it runs.
+    Object.assign(worker.opts, this.options.bullmq.worker);
     this.current = 'running';
     const named = queues.map(({ name, concurrency }) => ({
       name,
@@ -103,6 +106,8 @@ export class RunProcessor extends WorkerHost implements ReactorWorkerHost {
   private namedWorker(name: string, concurrency: number): Worker {
     const worker = new Worker<ReactorJob>(name, (job) => this.process(job), {
       ...bullMqQueueOptions(this.options, name),
+      telemetry: this.worker.opts.telemetry,
+      ...this.options.bullmq.worker,
       concurrency,
       autorun: false,
     });
@@ -151,7 +156,8 @@ export class RunProcessor extends WorkerHost implements ReactorWorkerHost {
   /** BullMQ reports connection and script errors here (without a listener they would throw). */
   @OnWorkerEvent('error')
   onError(error: Error): void {
-    this.logger.error(messages.queueError('worker', error));
+    if (this.runtime.reportWorkerError) this.runtime.reportWorkerError(error);
+    else this.logger.error(messages.queueError('worker', error));
   }
 
   /** Drain and close every worker (the default queue's and the named queues'), under one grace period. */

@@ -12,8 +12,9 @@ import { RedisReactorStorage } from '../storage/redis/redis-reactor.storage';
 import type { RedisConnection } from '../storage/redis/redis-scripts';
 import { BullMqJobDispatcher } from '../queue/bullmq-job.dispatcher';
 import { bullMqPrefix, REACTOR_QUEUE_NAME } from '../queue/queue.constants';
-import { bullMqQueueOptions } from '../queue/reactor-queue.imports';
+import { bullMqQueueOptions, reactorJobOptions } from '../queue/reactor-queue.imports';
 import { ReactorQueues } from '../queue/reactor-queues';
+import { describeRedisTarget, RedisConnectionLog } from './redis-connection.log';
 
 /**
  * The Redis runtime: {@link RedisReactorStorage} and {@link RedisLockManager} on one ioredis
@@ -55,6 +56,9 @@ export class RedisReactorRuntime implements ReactorRuntime {
   private stopping?: Promise<void>;
   private closing?: Promise<void>;
   private lastClientError?: string;
+  /** Connection errors of every connection of the module, logged once per outage. */
+  private readonly connectionLog: RedisConnectionLog;
+  private readonly onConnected = () => this.connectionLog.connected();
 
   constructor(
     private readonly options: ResolvedReactorModuleOptions,
@@ -63,14 +67,15 @@ export class RedisReactorRuntime implements ReactorRuntime {
   ) {
     const redis = options.redis;
     if (!redis) throw new ConfigurationError('RedisReactorRuntime needs the redis option.', 'redis');
+    this.connectionLog = new RedisConnectionLog(logger, describeRedisTarget(redis));
     if ('url' in redis) {
       // NOTE: no auto-pipelining: measured slower at every worker concurrency (design decision 56).
       const client = new Redis(redis.url, { connectionName: 'nest-reactor' });
-      // NOTE: ioredis re-emits the same error on every reconnect attempt; log each new one once.
+      // NOTE: ioredis re-emits the same error on every reconnect attempt, and so does every BullMQ
+      // connection: the connection log logs each outage once (DD-redis-1).
       client.on('error', (error: Error) => {
-        if (error.message === this.lastClientError) return;
         this.lastClientError = error.message;
-        logger.error(messages.redisClientError(error));
+        this.connectionLog.report('storage client', error);
       });
       client.on('ready', () => (this.lastClientError = undefined));
       this.redis = client;
@@ -79,6 +84,7 @@ export class RedisReactorRuntime implements ReactorRuntime {
       this.redis = checkedConnection(redis.connection);
       this.ownsConnection = false;
     }
+    this.redis.on('ready', this.onConnected);
     this.keys = new RedisKeys({ prefix: options.prefix, shards: options.shards });
     this.storage = new RedisReactorStorage(this.redis, {
       keys: this.keys,
@@ -96,12 +102,16 @@ export class RedisReactorRuntime implements ReactorRuntime {
     this.interrupts = new RedisInterruptStore(this.redis, { keys: this.keys });
     this.coordination = new RedisCoordinationStore(this.redis, { keys: this.keys });
     this.queues = new ReactorQueues(queue, (name) => {
-      const named = new Queue(name, bullMqQueueOptions(options, name));
-      named.on('error', (error: Error) => logger.error(messages.queueError('queue', error)));
+      // The default queue's settings (an application's shared BullMQ configuration included), with the queue's prefix.
+      const named = new Queue(name, { ...queue.opts, ...bullMqQueueOptions(options, name) });
+      named.on('error', (error: Error) => this.connectionLog.report('BullMQ queue', error));
       return named;
     });
-    this.dispatcher = new BullMqJobDispatcher(this.queues, { jobRetryCount: options.jobRetryCount });
-    queue.on('error', (error: Error) => logger.error(messages.queueError('queue', error)));
+    this.dispatcher = new BullMqJobDispatcher(this.queues, {
+      jobRetryCount: options.jobRetryCount,
+      jobOptions: reactorJobOptions(queue.opts.defaultJobOptions),
+    });
+    queue.on('error', (error: Error) => this.connectionLog.report('BullMQ queue', error));
     logger.log(
       messages.redisRuntimeStarted(options.prefix, REACTOR_QUEUE_NAME, bullMqPrefix(options.prefix), options.workers),
     );
@@ -124,11 +134,13 @@ export class RedisReactorRuntime implements ReactorRuntime {
   }
 
   private async checkDeployment(): Promise<void> {
-    const info = await this.redis.info('cluster');
+    // NOTE: a Redis that refuses INFO (some managed services rename it) is not checked.
+    const info = await this.redis.info('cluster').catch(() => '');
     if (/^cluster_enabled:1\b/m.test(info) && (this.redis as { isCluster?: boolean }).isCluster !== true) {
       const option = this.ownsConnection ? 'redis.url' : 'redis.connection';
       throw new ConfigurationError(messages.redisIsClusterNode(option), option);
     }
+    await this.checkEvictionPolicy();
     const key = this.keys.shardsKey();
     await this.redis.set(key, String(this.keys.shards), 'NX');
     const stored = await this.redis.get(key);
@@ -148,12 +160,64 @@ export class RedisReactorRuntime implements ReactorRuntime {
       // not run the shutdown hooks of an application whose bootstrap failed).
       await this.close().catch(() => undefined);
       throw new ConfigurationError(
-        messages.redisUnreachable(timeoutMs, answer === 'timeout' ? this.lastClientError : answer),
+        messages.redisUnreachable(
+          timeoutMs,
+          answer === 'timeout' ? this.lastClientError : answer,
+          this.connectionLog.target,
+          this.ownsConnection ? 'redis.url' : 'redis.connection',
+        ),
         'redis',
       );
     } finally {
       clearTimeout(timer);
     }
+  }
+
+  /**
+   * Read `maxmemory-policy` (`INFO memory`; on a cluster, of every master): the first policy found
+   * that is not `noeviction` and where, else `noeviction`. Rejects when Redis refuses `INFO` or its
+   * reply does not say (some managed services).
+   */
+  async evictionPolicy(): Promise<{ policy: string; where: string }> {
+    const cluster = this.redis as unknown as { isCluster?: boolean; nodes?(role: 'master'): Redis[] };
+    const nodes =
+      cluster.isCluster === true && cluster.nodes ? cluster.nodes('master') : [this.redis as unknown as Redis];
+    const policies = await Promise.all(
+      nodes.map(async (node) => {
+        const policy = /^maxmemory_policy:(\S+)/m.exec(await node.info('memory'))?.[1];
+        if (!policy) throw new Error('INFO memory has no maxmemory_policy field');
+        const where = nodes.length > 1 ? ` (master ${node.options.host}:${node.options.port})` : '';
+        return { policy, where };
+      }),
+    );
+    return policies.find(({ policy }) => policy !== 'noeviction') ?? { policy: 'noeviction', where: '' };
+  }
+
+  /**
+   * A policy other than `noeviction` is a warning, or with `redis.requireNoEviction` a boot failure;
+   * a Redis that does not tell is a debug line (or that failure).
+   */
+  private async checkEvictionPolicy(): Promise<void> {
+    const required = this.options.redis?.requireNoEviction === true;
+    let found: { policy: string; where: string };
+    try {
+      found = await this.evictionPolicy();
+    } catch (error) {
+      if (required) {
+        throw new ConfigurationError(messages.evictionPolicyUnknownRequired(error), 'redis.requireNoEviction');
+      }
+      this.logger.debug?.(messages.evictionPolicyUnchecked(error));
+      return;
+    }
+    if (found.policy === 'noeviction') return;
+    const message = messages.evictionPolicy(found.policy, found.where, required);
+    if (required) throw new ConfigurationError(message, 'redis.requireNoEviction');
+    this.logger.warn(message);
+  }
+
+  /** An `error` event of one of the module's BullMQ workers (the `RunProcessor` reports them here). */
+  reportWorkerError(error: unknown): void {
+    this.connectionLog.report('BullMQ worker', error);
   }
 
   /** Called by the `RunProcessor` when Nest constructs it. */
@@ -201,6 +265,7 @@ export class RedisReactorRuntime implements ReactorRuntime {
       } catch (error) {
         this.logger.warn(messages.cleanupFailed('close the BullMQ queue', error));
       }
+      this.redis.off('ready', this.onConnected);
       if (!this.ownsConnection) return;
       try {
         await closeConnection(this.redis);

@@ -3,6 +3,7 @@ import {
   CorruptRecordError,
   RUN_STATE_SCHEMA_VERSION,
   newRunState,
+  sentence,
   runFailure,
   type RunState,
   type BrokenReason,
@@ -75,7 +76,7 @@ export function checkRunState(runId: string, parsed: unknown): RunState {
     );
   }
   const problem = shapeProblem(runId, parsed);
-  if (problem) throw new CorruptRecordError(`Stored record of run '${runId}' is corrupt: ${problem}.`, runId);
+  if (problem) throw new CorruptRecordError(sentence(`Stored record of run '${runId}' is corrupt: ${problem}`), runId);
   return parsed as unknown as RunState;
 }
 

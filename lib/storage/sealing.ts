@@ -4,7 +4,7 @@
  * ciphertext; JSON never starts with `~`, so a reader tells sealed from clear without the run's
  * flag, and a record written before encryption was turned on still reads.
  */
-import { ConfigurationError, type CipherContext, type InputCipher } from '../core';
+import { ConfigurationError, sentences, type CipherContext, type InputCipher } from '../core';
 
 const SEALED = '~';
 
@@ -69,8 +69,10 @@ export const NO_SEALER = new Sealer();
 function cipherFailed(what: 'encrypt' | 'decrypt', context: CipherContext, error: unknown): ConfigurationError {
   const reason = error instanceof Error ? error.message : String(error);
   return new ConfigurationError(
-    `The input cipher could not ${what} field '${context.field}' of run '${context.runId}': ${reason}.` +
-      (what === 'decrypt' ? ' Configure the cipher with the key the value was encrypted with.' : ''),
+    sentences(
+      `The input cipher could not ${what} field '${context.field}' of run '${context.runId}': ${reason}`,
+      what === 'decrypt' && 'Configure the cipher with the key the value was encrypted with.',
+    ),
     'inputCipher',
   );
 }

@@ -52,7 +52,7 @@ describe('ReactorHealthIndicator (nest-reactor/health) with terminus', () => {
       expect(result.reactor).toEqual({
         status: 'up',
         runtime: 'redis',
-        redis: { reachable: true, latencyMs: expect.any(Number) },
+        redis: { reachable: true, latencyMs: expect.any(Number), evictionPolicy: 'noeviction' },
         workers: { enabled: true, running: true, list: [{ queue: 'nest-reactor', state: 'running', running: true }] },
         sweeper: { enabled: true, scheduled: true, lastSweepAt: null, ageMs: expect.any(Number), maxAgeMs: 90_000 },
         backlog: { waiting: 0, delayed: 0, active: 0, maxBacklog: 0 },

@@ -210,6 +210,7 @@ describe('ReactorModule options', () => {
       rateLimits: {},
       lockSnoozeMaxAttempts: 20,
       tracing: true,
+      bullmq: { defaultJobOptions: {}, worker: {} },
     });
     // The idempotency window follows contextTtlMs, and may not outlive it.
     expect(resolveReactorModuleOptions({ contextTtlMs: 5_000 }).idempotencyWindowMs).toBe(5_000);

@@ -156,6 +156,7 @@ describe('bullMqQueueOptions', () => {
     expect(bullMqQueueOptions(options)).toEqual({
       connection: { url: 'redis://cache:6380/2' },
       prefix: 'orders:{orders:queue}',
+      defaultJobOptions: { removeOnComplete: true, removeOnFail: { count: 1000 } },
     });
     expect(bullMqPrefix('orders')).toBe('orders:{orders:queue}');
   });

@@ -12,3 +12,4 @@ export * from './interrupt.error';
 export * from './coordination.error';
 export * from './step-aborted.error';
 export * from './closest-names';
+export { errorText, sentence, sentences } from './sentence';

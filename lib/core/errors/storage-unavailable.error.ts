@@ -1,4 +1,5 @@
 import { ReactorError } from './reactor.error';
+import { errorText, sentences } from './sentence';
 
 /**
  * The run storage did not answer (Redis unreachable, a connection dropped mid-command). Retryable:
@@ -9,8 +10,10 @@ export class StorageUnavailableError extends ReactorError {
   constructor(operation: string, cause: unknown) {
     super(
       'STORAGE_UNAVAILABLE',
-      `The run storage did not answer during ${operation}: ${(cause as Error)?.message ?? String(cause)}. ` +
+      sentences(
+        `The run storage did not answer during ${operation}: ${errorText(cause)}`,
         'Retry when it is back (pass the same runId to start or run so that a retry cannot start a second run).',
+      ),
       { retryable: true, cause },
     );
   }

@@ -1,4 +1,5 @@
 import { ReactorError } from './reactor.error';
+import { errorText, sentences } from './sentence';
 
 /**
  * A value the run must store cannot be written as JSON: a BigInt, a circular object, or an object
@@ -16,8 +17,10 @@ export class UnstorableValueError extends ReactorError {
   ) {
     super(
       'VALUE_NOT_STORABLE',
-      `Run '${runId}': ${what} cannot be stored: ${(cause as Error)?.message ?? String(cause)}. ` +
+      sentences(
+        `Run '${runId}': ${what} cannot be stored: ${errorText(cause)}`,
         'Return JSON-compatible values (a string for a BigInt, plain objects without cycles).',
+      ),
       { retryable: false, cause },
     );
   }
