@@ -23,4 +23,5 @@ export {
   type ReactorMatcherContext,
   type ReactorMatcherName,
   type ReactorMatcherResult,
+  type RollbackFailureExpectation,
 } from './matchers/reactor.matchers';

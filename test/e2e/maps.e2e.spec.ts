@@ -19,6 +19,9 @@ import { Reactor } from '../../lib/nest/reactor.decorator';
 import { Step } from '../../lib/nest/step.decorator';
 import { cleanupPrefix, createTestRedis, uniquePrefix } from '../setup/redis';
 import { createRedisApp, pollUntil, quitAndWait } from './e2e.fixtures';
+import { reactorMatchers } from '../../lib/testing/jest';
+
+expect.extend(reactorMatchers);
 
 const WAIT = { timeoutMs: 15_000 };
 /** Longest an element waits for the window to fill (a broken window fails the test, never hangs it). */
@@ -481,6 +484,22 @@ describe('maps on Redis and BullMQ (e2e)', () => {
       // after r - BATCH + 1 element undos reported, so it is never undone earlier than that.
       for (const [position, index] of undone.entries()) expect(14 - index).toBeLessThanOrEqual(position + BATCH - 1);
       expect((await client.get(outcome.runId))?.status).toBe('failed');
+    });
+
+    it('client.undo of a completed run: elements undone highest index first, inline and fan-out alike', async () => {
+      for (const reactor of [reactors.inlineAtomic, reactors.fan1Atomic]) {
+        const completed = await runToEnd(reactor, input(7, { undoFailAt: [3] }));
+        expect(completed).toHaveCompleted();
+        const undone = await client.undo(completed.runId, { timeoutMs: WAIT.timeoutMs });
+        expect(probe.indices(completed.runId, 'undo')).toEqual([6, 5, 4, 3, 2, 1, 0]);
+        expect(undone).toHaveRollbackFailure('work', { kind: 'undo', mapStep: 'items', elementIndex: 3 });
+        // Read back from Redis: the stored run keeps the rollback failure.
+        expect(await client.get(completed.runId)).toHaveRollbackFailure('work', {
+          reason: 'raised',
+          message: 'cannot undo 3',
+          elementIndex: 3,
+        });
+      }
     });
   });
 

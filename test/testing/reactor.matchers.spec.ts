@@ -146,3 +146,116 @@ describe('reactor matchers', () => {
     expect(view).toHaveRolledBack(['ship', 'charge', 'reserve']);
   });
 });
+
+describe('toHaveRollbackFailure', () => {
+  /** reserve -> ship; ship fails; reserve's undo and ship's compensate fail as told. */
+  function saga(options: { undo?: 'throw' | 'failure'; compensate?: 'throw'; shipFails?: boolean } = {}) {
+    return defineReactor('rollback-failures', (r: ReactorBuilder<object>) => {
+      const reserve = r.step(
+        'reserve',
+        {
+          run: () => success('res-1'),
+          undo: () => {
+            if (options.undo === 'throw') throw new Error('warehouse down');
+            if (options.undo === 'failure') return failure('warehouse refused');
+            return undefined;
+          },
+        },
+        {},
+      );
+      return r.step(
+        'ship',
+        {
+          run: () => (options.shipFails === false ? success('sh-1') : failure('no courier', { retryable: false })),
+          compensate: () => {
+            if (options.compensate === 'throw') throw new Error('label printer jammed');
+          },
+        },
+        { reserve },
+      );
+    });
+  }
+
+  it('passes on a failed run whose undo threw, narrowed by kind, reason and message', async () => {
+    const { engine } = createTestEngine();
+    const outcome = await engine.run(saga({ undo: 'throw' }), {});
+    expect(outcome).toHaveFailedAt('ship');
+    expect(outcome).toHaveRollbackFailure('reserve');
+    expect(outcome).toHaveRollbackFailure('reserve', { kind: 'undo', reason: 'raised' });
+    expect(outcome).toHaveRollbackFailure('reserve', { message: 'warehouse down' });
+    expect(outcome).toHaveRollbackFailure('reserve', { message: /warehouse\s+down/ });
+    expect(outcome).not.toHaveRollbackFailure('ship');
+    expect(outcome).not.toHaveRollbackFailure('reserve', { reason: 'returnedFailure' });
+    expect(outcome).not.toHaveRollbackFailure('reserve', { kind: 'compensate' });
+    expect(messageOf(() => expect(outcome).toHaveRollbackFailure('reserve', { reason: 'returnedFailure' }))).toMatch(
+      /to have a rollback failure of step 'reserve' matching \{ reason: "returnedFailure" \}, but its rollback failures are \[\{"step":"reserve","kind":"undo","reason":"raised"/,
+    );
+    expect(messageOf(() => expect(outcome).not.toHaveRollbackFailure('reserve'))).toMatch(
+      /not to have a rollback failure of step 'reserve', but it has: \[\{"step":"reserve"/,
+    );
+  });
+
+  it('tells a returned failure from a throw, and a failed compensate from a failed undo', async () => {
+    const { engine } = createTestEngine();
+    const returned = await engine.run(saga({ undo: 'failure', compensate: 'throw' }), {});
+    expect(returned).toHaveRollbackFailure('reserve', { kind: 'undo', reason: 'returnedFailure', message: 'refused' });
+    expect(returned).toHaveRollbackFailure('ship', { kind: 'compensate', reason: 'raised', message: 'jammed' });
+  });
+
+  it('fails on a clean rollback and on a completed run, saying so', async () => {
+    const { engine } = createTestEngine();
+    const clean = await engine.run(saga(), {});
+    expect(clean).not.toHaveRollbackFailure('reserve');
+    expect(messageOf(() => expect(clean).toHaveRollbackFailure('reserve'))).toMatch(
+      /but its rollback has no failures \(it failed at step 'ship' \(STEP_FAILED\): no courier\)/,
+    );
+    const completed = await engine.run(saga({ shipFails: false }), {});
+    expect(completed).not.toHaveRollbackFailure('reserve');
+  });
+
+  it('reads an undone run (client.undo) too, and a RunView', async () => {
+    const { engine } = createTestEngine();
+    const def = saga({ undo: 'throw', shipFails: false });
+    engine.register(def);
+    const done = await engine.run(def, {});
+    expect(done).toHaveCompleted();
+    const undone = await engine.undo(done.runId);
+    expect(undone.status).toBe('cancelled');
+    expect(undone).toHaveRollbackFailure('reserve', { kind: 'undo', reason: 'raised' });
+    expect(await engine.get(done.runId)).toHaveRollbackFailure('reserve', { message: 'warehouse down' });
+  });
+
+  it('names the map element whose undo failed', async () => {
+    const { engine } = createTestEngine();
+    const element = defineReactor('rollback-line', (r: ReactorBuilder<{ n: number }>) =>
+      r.step(
+        'add',
+        {
+          run: ({ n }: { n: number }) => success(n),
+          undo: (n: number) => {
+            if (n === 2) throw new Error(`line ${n} stuck`);
+          },
+        },
+        { n: r.input('n', { type: 'integer' }) },
+      ),
+    );
+    const owner = defineReactor('rollback-lines', (r: ReactorBuilder<object>) => {
+      const lines = r.map('lines', { source: r.value([1, 2, 3]), element, inputs: (n) => ({ n }) });
+      return r.step('after', () => failure('after broke', { retryable: false }), {}, { waitFor: [lines] });
+    });
+    engine.register(element);
+    engine.register(owner);
+    const outcome = await engine.run(owner, {});
+    expect(outcome).toHaveFailedAt('after');
+    expect(outcome).toHaveRollbackFailure('add', { mapStep: 'lines', elementIndex: 1, message: 'line 2 stuck' });
+    expect(outcome).not.toHaveRollbackFailure('add', { elementIndex: 0 });
+  });
+
+  it('refuses a second argument it does not know', async () => {
+    const { engine } = createTestEngine();
+    const outcome = await engine.run(saga({ undo: 'throw' }), {});
+    expect(() => expect(outcome).toHaveRollbackFailure('reserve', { key: 'x' } as never)).toThrow(
+      /only kind, reason, message, mapStep, elementIndex, reactorName in its second argument, not key/,
+    );
+  });
+});

@@ -21,6 +21,7 @@ export {
   type ReactorMatcherContext,
   type ReactorMatcherName,
   type ReactorMatcherResult,
+  type RollbackFailureExpectation,
 } from '../matchers/reactor.matchers';
 export type { ReactorRunMatchers } from '../matchers/reactor-matchers.types';
 

@@ -1,4 +1,5 @@
 import { isDeepStrictEqual } from 'node:util';
+import type { RollbackFailure } from '../../core';
 import { didYouMean } from '../../core/errors/closest-names';
 import {
   describeFailure,
@@ -120,6 +121,52 @@ export const reactorMatchers = {
   },
 
   /**
+   * The rollback left an undo or a compensation of `step` undone: its run failed (or was undone
+   * with `client.undo`) with a `rollbackFailures` entry for that step. `expected` narrows it: any of
+   * `kind` (`'undo' | 'compensate' | 'undoAll'`), `reason` (`'raised'`, `'returnedFailure'`,
+   * `'coordinationUnavailable'`, `'contextUnavailable'`, `'elementInFlight'`), `message` (a
+   * substring or a RegExp), `mapStep`, `elementIndex` (a map element's), `reactorName` (a composed
+   * child's step).
+   *
+   * ```ts
+   * expect(outcome).toHaveRollbackFailure('reserve');
+   * expect(outcome).toHaveRollbackFailure('reserve', { kind: 'undo', reason: 'raised', message: /warehouse down/ });
+   * expect(outcome).toHaveRollbackFailure('add', { mapStep: 'lines', elementIndex: 2 });
+   * ```
+   */
+  toHaveRollbackFailure(
+    this: ReactorMatcherContext,
+    received: unknown,
+    step: string,
+    expected: RollbackFailureExpectation = {},
+  ): ReactorMatcherResult {
+    const run = requireRun(received, 'toHaveRollbackFailure');
+    if (typeof step !== 'string' || expected === null || typeof expected !== 'object')
+      throw new TypeError(usage('toHaveRollbackFailure', 'a step name and optionally { kind, reason, message, ... }'));
+    const unknown = Object.keys(expected).filter((key) => !ROLLBACK_FAILURE_FIELDS.has(key));
+    if (unknown.length > 0)
+      throw new TypeError(
+        usage(
+          'toHaveRollbackFailure',
+          `only ${[...ROLLBACK_FAILURE_FIELDS].join(', ')} in its second argument, not ${unknown.join(', ')}`,
+        ),
+      );
+    const failures = rollbackFailuresOf(run);
+    const ofStep = failures.filter((f) => f.step === step);
+    const pass = ofStep.some((f) => rollbackFailureMatches(this, f, expected));
+    const what = `a rollback failure of step '${step}'${Object.keys(expected).length > 0 ? ` matching ${showExpectation(expected)}` : ''}`;
+    return {
+      pass,
+      message: () => {
+        if (pass) return `expected ${describeRun(run)} not to have ${what}, but it has: ${show(ofStep)}`;
+        if (failures.length === 0)
+          return `expected ${describeRun(run)} to have ${what}, but its rollback has no failures (${describeStatus(run)})`;
+        return `expected ${describeRun(run)} to have ${what}, but its rollback failures are ${show(failures)}`;
+      },
+    };
+  },
+
+  /**
    * Step `step` was retried exactly `times` times (attempts made: `times + 1`, or `times` when the
    * last retry was still waiting). Read from the run's trace, so a background run counts too once
    * finished.
@@ -186,6 +233,46 @@ export const reactorMatchers = {
     };
   },
 };
+
+/** What {@link reactorMatchers.toHaveRollbackFailure} may narrow a rollback failure to. */
+export interface RollbackFailureExpectation {
+  kind?: RollbackFailure['kind'];
+  reason?: RollbackFailure['reason'];
+  /** A substring of the failure's message, or a RegExp it matches. */
+  message?: string | RegExp;
+  mapStep?: string;
+  elementIndex?: number;
+  reactorName?: string;
+}
+
+const ROLLBACK_FAILURE_FIELDS = new Set(['kind', 'reason', 'message', 'mapStep', 'elementIndex', 'reactorName']);
+
+/** A failed run's `failure.rollbackFailures`, or an undone (cancelled) run's. */
+function rollbackFailuresOf(run: RunSubject): readonly RollbackFailure[] {
+  if (run.status === 'failed') return run.failure.rollbackFailures ?? [];
+  if (run.status === 'cancelled') return run.rollbackFailures ?? [];
+  return [];
+}
+
+function rollbackFailureMatches(
+  context: ReactorMatcherContext,
+  failure: RollbackFailure,
+  expected: RollbackFailureExpectation,
+): boolean {
+  return Object.entries(expected).every(([key, value]) => {
+    if (value === undefined) return true;
+    const actual = (failure as unknown as Record<string, unknown>)[key];
+    if (key === 'message' && typeof value === 'string') return typeof actual === 'string' && actual.includes(value);
+    if (key === 'message' && value instanceof RegExp) return typeof actual === 'string' && value.test(actual);
+    return equal(context, actual, value);
+  });
+}
+
+function showExpectation(expected: RollbackFailureExpectation): string {
+  return `{ ${Object.entries(expected)
+    .map(([key, value]) => `${key}: ${value instanceof RegExp ? String(value) : show(value)}`)
+    .join(', ')} }`;
+}
 
 /** The names of the reactor matchers. */
 export type ReactorMatcherName = keyof typeof reactorMatchers;

@@ -8,10 +8,12 @@ export type RunSubject = RunOutcome;
  * (what `client.get` returns). Undefined for anything else.
  */
 export function runSubjectOf(received: unknown): RunSubject | undefined {
-  if (isOutcome(received)) return received;
+  // NOTE: a RunView has a status, a run id and a trace too; its `outcome` is checked first, since
+  // only the outcome carries a cancelled run's reason and rollback failures.
   if (received !== null && typeof received === 'object' && isOutcome((received as { outcome?: unknown }).outcome)) {
     return (received as { outcome: RunOutcome }).outcome;
   }
+  if (isOutcome(received)) return received;
   return undefined;
 }
 

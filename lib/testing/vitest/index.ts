@@ -22,5 +22,6 @@ export {
   type ReactorMatcherContext,
   type ReactorMatcherName,
   type ReactorMatcherResult,
+  type RollbackFailureExpectation,
 } from '../matchers/reactor.matchers';
 export type { ReactorRunMatchers } from '../matchers/reactor-matchers.types';
