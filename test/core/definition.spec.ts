@@ -74,7 +74,7 @@ describe('definition: validation at definition time', () => {
     );
     expect(error.message).toBe(
       "Reactor 'wiring': step 'reserve' requires input 'warehouse' (contract Contract) but nothing wires it. " +
-        "Pass it in the step's args, declare a reactor input named 'warehouse', or mark it @IsOptional().",
+        "Pass it in the step's args, declare a reactor input named 'warehouse', or mark it @IsOptional() or give the property an initial value (its default).",
     );
     const def = defineReactor('wired', (r: ReactorBuilder<{ sku: string; warehouse: string }>) => {
       r.input('sku', { type: 'string' });
@@ -99,6 +99,29 @@ describe('definition: validation at definition time', () => {
         defineReactor('r3', (r: ReactorBuilder<object>) => void r.step('a', noop, {}), { background: { after: 'zz' } }),
       ).message,
     ).toBe("Reactor 'r3': background hand-off names unknown step 'zz'. Declared steps: a.");
+  });
+
+  it('refuses an interrupt as a background hand-off point, naming the reactor, the step, its kind and what to do', () => {
+    const approval = (r: ReactorBuilder<object>) => {
+      const prepared = r.step('prepare', noop, {});
+      const approved = r.interrupt('approve', { waitFor: [prepared] });
+      r.step('ship', noop, {}, { waitFor: [approved] });
+    };
+    const before = fails(() => defineReactor('approval-before', approval, { background: { before: 'approve' } }));
+    expect(before).toBeInstanceOf(DefinitionError);
+    expect(before.message).toBe(
+      "Reactor 'approval-before': background: { before: 'approve' } names interrupt step 'approve', which cannot be a " +
+        'hand-off point: the run would be handed to a worker only to pause there at once (a paused run holds no worker; ' +
+        "continue(runId, step, payload, { execute: 'background' }) resumes it in one). Hand off at a step next to it " +
+        "({ after: 'prepare' }, { before: 'ship' }), or drop the option.",
+    );
+    expect(
+      fails(() => defineReactor('approval-after', approval, { background: { after: 'approve' } })).message,
+    ).toMatch(
+      /^Reactor 'approval-after': background: \{ after: 'approve' \} names interrupt step 'approve', which cannot be a hand-off point/,
+    );
+    // A step beside it is a hand-off point as before.
+    expect(() => defineReactor('approval-ok', approval, { background: { before: 'ship' } })).not.toThrow();
   });
 
   it('refuses retries on compose at definition time, in plain JavaScript too, as the reference does', () => {

@@ -1,6 +1,9 @@
 import type { TestingModule } from '@nestjs/testing';
 import type Redis from 'ioredis';
+import type { ReactorBuilder } from '../../lib/core/definition/builder';
+import type { ReactorBlueprint } from '../../lib/core/definition/reactor-blueprint';
 import type { ReactorClient } from '../../lib/nest/reactor.client';
+import { Reactor } from '../../lib/nest/reactor.decorator';
 import { cleanupPrefix, createTestRedis, uniquePrefix } from '../setup/redis';
 import {
   BackgroundAfterReactor,
@@ -9,6 +12,7 @@ import {
   BackgroundRetryReactor,
   BackgroundRollbackReactor,
   createRedisApp,
+  LetterStep,
   quitAndWait,
   type StepLog,
 } from './e2e.fixtures';
@@ -111,6 +115,26 @@ describe('background runs on Redis and BullMQ (e2e)', () => {
       'undo:b',
       'undo:a',
     ]);
+  });
+
+  it('the boot fails on a background hand-off point that is an interrupt, naming the reactor, the step and its kind', async () => {
+    @Reactor('e2e-bg-before-interrupt', { background: { before: 'approve' } })
+    class HandOffAtInterrupt implements ReactorBlueprint<object> {
+      build(r: ReactorBuilder<object>) {
+        const approved = r.interrupt('approve');
+        return r.step('a', LetterStep, { word: approved as never, at: r.value(0) });
+      }
+    }
+    // Refused at boot (an app that booted anyway is closed, and the test fails).
+    const booted = createRedisApp(uniquePrefix('e2e-bg-interrupt'), {}, { providers: [HandOffAtInterrupt] }).then(
+      async ({ app }) => {
+        await app.close();
+        return 'booted';
+      },
+    );
+    await expect(booted).rejects.toThrow(
+      "Reactor 'e2e-bg-before-interrupt': background: { before: 'approve' } names interrupt step 'approve', which cannot be a hand-off point",
+    );
   });
 
   it('get and wait work from another module instance than the one that executed the run', async () => {

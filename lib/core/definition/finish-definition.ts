@@ -122,7 +122,7 @@ export function finishDefinition<I, O>(
   if (!Number.isInteger(maxConcurrency) || maxConcurrency < 1) {
     fail(`maxConcurrency must be an integer >= 1 (got ${String(options.maxConcurrency)})`);
   }
-  checkBackground(options.background, names, fail);
+  checkBackground(options.background, names, steps, fail);
   const middleware = options.middleware ?? [];
   if (!Array.isArray(middleware)) fail('middleware must be an array of middleware instances or classes');
   middleware.forEach((entry, i) => {
@@ -169,7 +169,12 @@ function routingOf({ queue, concurrency, priority }: ReactorOptions): { routing?
   return { routing: Object.freeze(routing) };
 }
 
-function checkBackground(background: BackgroundOption | undefined, names: Set<string>, fail: Fail): void {
+function checkBackground(
+  background: BackgroundOption | undefined,
+  names: Set<string>,
+  steps: readonly StepDefinition[],
+  fail: Fail,
+): void {
   if (!background) return;
   const keys = Object.keys(background);
   if (keys.length !== 1 || !['all', 'after', 'before'].includes(keys[0])) {
@@ -183,7 +188,27 @@ function checkBackground(background: BackgroundOption | undefined, names: Set<st
         `Declared steps: ${[...names].join(', ') || '(none)'}`,
     );
   }
+  const point = steps.find((s) => s.name === step);
+  const why = point ? NOT_A_HANDOFF_POINT[point.handler.kind] : undefined;
+  if (point && why) {
+    const where = 'after' in background ? 'after' : 'before';
+    const before = point.dependsOn;
+    const after = steps.filter((s) => s.dependsOn.includes(point.name)).map((s) => s.name);
+    const instead = [...before.map((name) => `{ after: '${name}' }`), ...after.map((name) => `{ before: '${name}' }`)];
+    fail(
+      `background: { ${where}: '${point.name}' } names ${point.handler.kind} step '${point.name}', which cannot be a hand-off point: ${why}. ` +
+        `Hand off at a step next to it${instead.length > 0 ? ` (${instead.join(', ')})` : ''}, or drop the option`,
+      point.name,
+    );
+  }
 }
+
+/** Step kinds that cannot be a `background` hand-off point, and why (the reference refuses an interrupt). */
+const NOT_A_HANDOFF_POINT: Partial<Record<StepDefinition['handler']['kind'], string>> = {
+  interrupt:
+    'the run would be handed to a worker only to pause there at once (a paused run holds no worker; ' +
+    "continue(runId, step, payload, { execute: 'background' }) resumes it in one)",
+};
 
 /** The step's normalized `role` contract, if it has one; a bad one fails the definition. */
 function contractOf(p: PendingStep, role: 'input' | 'output', fail: Fail): StepContract | undefined {
@@ -209,7 +234,10 @@ function autoWire(
   if (!contract || contract.kind === 'value') return args;
   const props =
     contract.kind === 'dto'
-      ? contractProperties(contract.dto)
+      ? contractProperties(contract.dto).map((c) => ({
+          ...c,
+          optional: c.optional || c.name in (contract.defaults ?? {}),
+        }))
       : contract.fields.map((f) => ({ name: f.name, optional: f.optional }));
   if (props.length === 0) return args;
   const declared = new Set(props.map((c) => c.name));
@@ -229,7 +257,7 @@ function autoWire(
     }
     fail(
       `step '${p.name}' requires input '${prop.name}' (contract ${contract.name}) but nothing wires it. ` +
-        `Pass it in the step's args, declare a reactor input named '${prop.name}', or mark it ${contract.kind === 'dto' ? '@IsOptional()' : 'optional: true'}`,
+        `Pass it in the step's args, declare a reactor input named '${prop.name}', or mark it ${contract.kind === 'dto' ? '@IsOptional() or give the property an initial value (its default)' : 'optional: true'}`,
       p.name,
     );
   }
