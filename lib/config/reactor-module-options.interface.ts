@@ -1,6 +1,6 @@
 import type { InjectionToken, ModuleMetadata, OptionalFactoryDependency, Type } from '@nestjs/common';
 import type { KeepJobs, RateLimiterOptions } from 'bullmq';
-import type { ReactorMiddleware, Clock, InputCipher, RateLimits } from '../core';
+import type { ReactorMiddleware, Clock, InputCipher, RateLimits, TracingOption } from '../core';
 
 /** Where the Redis runtime connects: a URL, or a connection the application owns. */
 export type ReactorRedisOptions = (
@@ -201,9 +201,10 @@ export interface ReactorModuleOptions {
   /**
    * OpenTelemetry spans of runs and steps, and the trace context carried in jobs, through the
    * global `@opentelemetry/api`: a no-op until the application registers an OpenTelemetry SDK.
-   * `false` makes no spans and carries no context (docs/observability.md). @default true
+   * `false` makes no spans and carries no context (docs/observability.md); `{ rollbackSpans: true }`
+   * adds a span per compensate and undo callback. @default true
    */
-  tracing?: boolean;
+  tracing?: TracingOption;
   /** Redis runtime: BullMQ job and worker options, and the application's shared BullMQ configuration. */
   bullmq?: ReactorBullMqOptions;
 }
@@ -236,7 +237,7 @@ export interface ResolvedReactorModuleOptions {
   readonly asyncParkTimeoutMs: number;
   readonly rateLimits: Readonly<Record<string, RateLimits>>;
   readonly lockSnoozeMaxAttempts: number;
-  readonly tracing: boolean;
+  readonly tracing: TracingOption;
   readonly bullmq: {
     readonly configKey?: string;
     readonly defaultJobOptions: Readonly<ReactorJobOptions>;

@@ -6,6 +6,7 @@ import {
   type InputCipher,
   type RateLimits,
   type ReactorMiddleware,
+  type TracingOption,
   toRateWindows,
 } from '../core';
 import { DEFAULT_MAX_CONTEXT_BYTES } from '../storage/run-state.codec';
@@ -154,7 +155,7 @@ export function resolveReactorModuleOptions(raw: ReactorModuleOptions | undefine
       ENGINE_DEFAULTS.lockSnoozeMaxAttempts,
       0,
     ),
-    tracing: boolean('tracing', options.tracing, d.tracing),
+    tracing: resolveTracing(options.tracing, d.tracing),
     bullmq: Object.freeze(resolveBullMq(options.bullmq)),
   });
 }
@@ -306,6 +307,19 @@ function resolveWorkerOptions(value: unknown): ReactorWorkerOptions {
     });
   }
   return out;
+}
+
+function resolveTracing(value: unknown, fallback: boolean): TracingOption {
+  if (value === undefined || typeof value === 'boolean') return boolean('tracing', value, fallback);
+  if (!isPlainObject(value)) throw invalidOption('tracing', 'true, false or { rollbackSpans?: boolean }', value);
+  for (const key of Object.keys(value)) {
+    if (key !== 'rollbackSpans')
+      throw new ConfigurationError(
+        messages.optionUnknown(`tracing.${key}`, ['tracing.rollbackSpans']),
+        `tracing.${key}`,
+      );
+  }
+  return Object.freeze({ rollbackSpans: boolean('tracing.rollbackSpans', value.rollbackSpans, false) });
 }
 
 function resolvePrefix(value: unknown): string {

@@ -3,11 +3,36 @@ import type { ReactorBuilder } from '../../lib/core/definition/builder';
 import type { ReactorBlueprint } from '../../lib/core/definition/reactor-blueprint';
 import { ReactorClient } from '../../lib/nest/reactor.client';
 import { Reactor } from '../../lib/nest/reactor.decorator';
+import { Step } from '../../lib/nest/step.decorator';
+import { failure, success, type StepHandler } from '../../lib';
 import { ReactorModule } from '../../lib/nest/reactor.module';
 import { resolveReactorModuleOptions } from '../../lib/nest/reactor-module.options';
 import { LetterStep, StepLog } from '../e2e/e2e.fixtures';
 import { CapturingLogger } from '../nest/fixtures';
 import { useInMemoryTracing } from './otel.harness';
+
+@Step('otel-module-reserve')
+class Reserve implements StepHandler<Record<string, never>, string> {
+  async run() {
+    return success('held');
+  }
+  async undo() {}
+}
+
+@Step('otel-module-refuse')
+class Refuse implements StepHandler<Record<string, never>, string> {
+  async run() {
+    return failure('no', { retryable: false });
+  }
+}
+
+@Reactor('otel-module-rollback')
+class RollbackReactor implements ReactorBlueprint<Record<string, never>> {
+  build(r: ReactorBuilder<Record<string, never>>) {
+    const reserve = r.step('reserve', Reserve, {});
+    return r.step('refuse', Refuse, {}, { waitFor: [reserve] });
+  }
+}
 
 @Reactor('otel-module-letter')
 class LetterReactor implements ReactorBlueprint<{ word: string }> {
@@ -45,9 +70,47 @@ describe('ReactorModule tracing option', () => {
     expect(await runOnce(false)).toEqual([]);
   });
 
-  it('refuses a tracing option that is not a boolean, naming it', () => {
+  it('refuses a tracing option that is not a boolean or { rollbackSpans }, naming it', () => {
     expect(() => resolveReactorModuleOptions({ tracing: 'yes' as never })).toThrow(
-      "ReactorModule option 'tracing' must be true or false",
+      "ReactorModule option 'tracing' must be true, false or { rollbackSpans?: boolean }",
     );
+    expect(() => resolveReactorModuleOptions({ tracing: { rollbackSpan: true } as never })).toThrow(
+      'tracing.rollbackSpan',
+    );
+    expect(() => resolveReactorModuleOptions({ tracing: { rollbackSpans: 'yes' } as never })).toThrow(
+      'tracing.rollbackSpans',
+    );
+    expect(resolveReactorModuleOptions({ tracing: { rollbackSpans: true } }).tracing).toEqual({ rollbackSpans: true });
+  });
+
+  async function undoSpans(tracing: { rollbackSpans: boolean } | undefined): Promise<string[]> {
+    const app = await Test.createTestingModule({
+      imports: [ReactorModule.forRoot(tracing === undefined ? {} : { tracing })],
+      providers: [Reserve, Refuse, RollbackReactor],
+    })
+      .setLogger(new CapturingLogger())
+      .compile();
+    await app.init();
+    try {
+      const outcome = await app.get(ReactorClient).run(RollbackReactor, {});
+      expect(outcome.status).toBe('failed');
+      return otel
+        .spans()
+        .map((s) => s.name)
+        .filter((name) => name.startsWith('reactor.step.'));
+    } finally {
+      await app.close();
+    }
+  }
+
+  it('tracing: { rollbackSpans: true } in the module adds a span per compensate and undo', async () => {
+    expect(await undoSpans({ rollbackSpans: true })).toEqual([
+      'reactor.step.compensate refuse',
+      'reactor.step.undo reserve',
+    ]);
+  });
+
+  it('without rollbackSpans the module makes no compensate or undo span', async () => {
+    expect(await undoSpans(undefined)).toEqual([]);
   });
 });
