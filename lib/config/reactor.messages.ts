@@ -361,7 +361,7 @@ export const messages = {
     `Reactor queues with their own worker: ${queues.map((q) => `'${q.name}' (concurrency ${q.concurrency})`).join(', ')}.`,
   shutdownAbortedSteps: (aborted: number, left: number, graceMs: number): string =>
     `Shutdown: ${aborted} run${aborted === 1 ? '' : 's'} still executing after shutdownGraceMs (${graceMs} ms); ` +
-    "their steps' ctx.signal was aborted (cause 'shutdown'), and a stopped run is left for the sweeper to resume. " +
+    "their steps' ctx.signal was aborted (cause 'shutdown'), and a stopped run gives its lease back and is handed to another worker (Redis runtime). " +
     (left > 0
       ? `${left} did not stop within another ${graceMs} ms (a step ignores its signal); its lease expires after leaseTtlMs.`
       : 'All of them stopped.'),
