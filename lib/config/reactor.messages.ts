@@ -333,6 +333,15 @@ export const messages = {
     `ReactorTestingKit.mockStep(): no @Step named '${name}' in the testing module.${suggestion} ` +
     `@Step names: ${known.length > 0 ? known.join(', ') : '(none)'}. Pass a @Step name (the one in @Step('...'), ` +
     "not the step's name in a reactor) or the step class.",
+  testingReactorNotMockable: (reactorClass: Named): string =>
+    `ReactorTestingKit.mockReactor(): ${className(reactorClass)} is not a @Reactor class. Pass the class used in ` +
+    `r.compose(...) (decorated with @Reactor and listed in the testing module's providers), or its name.`,
+  testingReactorNameUnknown: (name: string, suggestion: string, known: readonly string[]): string =>
+    `ReactorTestingKit.mockReactor(): no reactor named '${name}' is registered in the testing module.${suggestion} ` +
+    `Registered: ${known.join(', ') || '(none)'}.`,
+  testingReactorFakeWithoutRun: (name: string): string =>
+    `ReactorTestingKit.mockReactor('${name}', fake): the fake needs a run(inputs, ctx) method returning the ` +
+    `reactor's outcome (success(value), failure(error), halt(reason)).`,
   testingAdvanceInvalid: (ms: unknown): string =>
     `ReactorTestingKit.advance(): the time to move must be a number of milliseconds >= 0 (got ${show(ms)}).`,
   testingTimersRunaway: (limit: number): string =>

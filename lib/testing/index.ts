@@ -16,7 +16,7 @@ export { TestClock } from './test-clock';
 export { RecordingMiddleware } from './recording.middleware';
 export { createTestEngine, type TestEngine } from './test-engine';
 export { ReactorTestingModule, type ReactorTestingModuleOptions } from './reactor-testing.module';
-export { ReactorTestingKit, type StepFake, type StepMock } from './reactor-testing.kit';
+export { ReactorTestingKit, type ReactorFake, type StepFake, type StepMock } from './reactor-testing.kit';
 export { validateReactors, type ReactorValidationReport, type ValidateReactorsOptions } from './validate-reactors';
 export {
   reactorMatchers,

@@ -2,10 +2,19 @@ import { Inject, Injectable } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
 import {
   ConfigurationError,
+  defineReactor,
   didYouMean,
+  getReactorMetadata,
   getStepMetadata,
+  ReactorEngine,
+  type InputOptions,
+  type ReactorBuilder,
+  type ReactorDefinition,
   type ReactorEvent,
   type ReactorEventType,
+  type ReactorInputOf,
+  type ReactorOutputOf,
+  type Ref,
   type StepHandler,
 } from '../core';
 import { messages, REACTOR_DISPATCHER } from '../config';
@@ -24,7 +33,17 @@ export interface StepMock {
   restore(): void;
 }
 
+/**
+ * What {@link ReactorTestingKit.mockReactor} takes: the body that stands for a whole reactor (its
+ * `run` gets the reactor's validated inputs and returns its outcome), and what undoes it.
+ */
+export type ReactorFake<I = Record<string, unknown>, O = unknown> = Pick<StepHandler<I, O>, 'run'> &
+  Partial<Pick<StepHandler<I, O>, 'undo' | 'compensate'>>;
+
 const MOCKABLE = ['run', 'undo', 'compensate'] as const;
+
+/** The name of the one step of a mocked reactor (in its trace and events). */
+export const MOCKED_REACTOR_STEP = 'mocked';
 
 /**
  * What a test of reactors needs, injected from {@link ReactorTestingModule}: the client, the
@@ -191,6 +210,47 @@ export class ReactorTestingKit {
     return mock;
   }
 
+  /**
+   * Replace a whole reactor for this test: a parent that composes it (`r.compose('payment',
+   * PaymentReactor, ...)`), or a run of it by name, runs `fake` instead of its steps. The reactor's
+   * inputs are still validated; `fake.run` receives them and returns the child's outcome (`success`
+   * gives the compose step its value, `failure` fails it and the parent rolls back, `halt` halts);
+   * `fake.undo` is what undoing the compose step does. The child's trace shows one step,
+   * `mocked`. Undo it with the returned `restore()`, or with {@link restoreSteps} (every mock).
+   *
+   * ```ts
+   * kit.mockReactor(PaymentReactor, { run: async () => failure('card declined', { retryable: false }) });
+   * kit.mockReactor('payment', { run: async ({ amount }) => success({ chargeId: 'ch_fake', amount }) });
+   * ```
+   */
+  mockReactor<C extends abstract new (...args: never[]) => object>(
+    reactorClass: C,
+    fake: ReactorFake<ReactorInputOf<C>, ReactorOutputOf<C>>,
+  ): StepMock;
+  /** Replace the reactor registered as `reactorName` (a typo is refused, naming the closest names). */
+  mockReactor(reactorName: string, fake: ReactorFake): StepMock;
+  mockReactor(reactor: (abstract new (...args: never[]) => object) | string, fake: ReactorFake<never>): StepMock {
+    const engine = this.moduleRef.get(ReactorEngine, { strict: false });
+    const name = typeof reactor === 'string' ? reactor : getReactorMetadata(reactor)?.name;
+    if (name === undefined)
+      throw new ConfigurationError(messages.testingReactorNotMockable(reactor as { name: string }));
+    const known = engine.reactorNames();
+    if (!known.includes(name))
+      throw new ConfigurationError(messages.testingReactorNameUnknown(name, didYouMean(name, known), known));
+    if (typeof fake?.run !== 'function') throw new ConfigurationError(messages.testingReactorFakeWithoutRun(name));
+    const restore = engine.overrideDefinition(mockedDefinition(engine.definition(name), fake as ReactorFake));
+    let restored = false;
+    const mock: StepMock = {
+      restore: () => {
+        if (restored) return;
+        restored = true;
+        restore();
+      },
+    };
+    this.mocks.push(mock);
+    return mock;
+  }
+
   private stepClassNamed(name: string): abstract new (...args: never[]) => object {
     const registry = this.moduleRef.get(ReactorRegistry, { strict: false });
     const stepClass = registry.stepClassNamed(name);
@@ -199,7 +259,7 @@ export class ReactorTestingKit {
     throw new ConfigurationError(messages.testingStepNameUnknown(name, didYouMean(name, known), known));
   }
 
-  /** Put back every step replaced with {@link mockStep}, newest first. */
+  /** Put back every step replaced with {@link mockStep} and every reactor replaced with {@link mockReactor}, newest first. */
   restoreSteps(): void {
     for (const mock of this.mocks.splice(0).reverse()) mock.restore();
   }
@@ -208,4 +268,39 @@ export class ReactorTestingKit {
   clearEvents(): void {
     this.recorder.clear();
   }
+}
+
+/**
+ * A reactor of the same name, version and inputs as `original` whose one step runs `fake` on the
+ * validated inputs and returns its value.
+ */
+function mockedDefinition(original: ReactorDefinition, fake: ReactorFake): ReactorDefinition {
+  const handler: StepHandler = {
+    run: (args, ctx) => fake.run(args, ctx),
+    ...(fake.undo
+      ? { undo: (result: unknown, args: Record<string, unknown>, ctx) => fake.undo!(result, args, ctx) }
+      : {}),
+    ...(fake.compensate
+      ? { compensate: (error: unknown, args: Record<string, unknown>, ctx) => fake.compensate!(error, args, ctx) }
+      : {}),
+  };
+  return defineReactor(
+    original.name,
+    (r: ReactorBuilder<Record<string, unknown>>) => {
+      const args: Record<string, Ref<unknown>> = {};
+      for (const input of original.inputs) {
+        const spec: InputOptions = {
+          type: input.type,
+          ...(input.dto ? { dto: input.dto } : {}),
+          optional: input.optional,
+          redact: input.redact,
+          ...(input.hasDefault ? { default: input.default } : {}),
+          ...(input.constraints ?? {}),
+        };
+        args[input.name] = r.input(input.name, spec);
+      }
+      return r.step(MOCKED_REACTOR_STEP, handler, args as never);
+    },
+    { version: original.version },
+  );
 }

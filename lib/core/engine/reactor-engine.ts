@@ -211,6 +211,14 @@ export class ReactorEngine {
     return this.registry.get(name);
   }
 
+  /**
+   * For tests: runs of `def.name` started by name, and children composed by that name, use `def`
+   * until the returned function is called (the testing kit's `mockReactor`).
+   */
+  overrideDefinition(def: ReactorDefinition): () => void {
+    return this.registry.override(def);
+  }
+
   /** Names of every registered reactor. */
   reactorNames(): string[] {
     return this.registry.names();

@@ -12,6 +12,8 @@ export class DefinitionRegistry {
   /** The highest version of each name. */
   private readonly definitions = new Map<string, ReactorDefinition>();
   private readonly versions = new Map<string, Map<string, ReactorDefinition>>();
+  /** Definitions served in place of a name's registered one (the testing kit's reactor mocks). */
+  private readonly overrides = new Map<string, ReactorDefinition[]>();
 
   /**
    * Register a definition (and those declared inside its steps). The same name and version with
@@ -73,9 +75,25 @@ export class DefinitionRegistry {
 
   /** The registered definition named `name`. @throws UnknownReactorError */
   get(name: string): ReactorDefinition {
-    const def = this.definitions.get(name);
+    const def = this.overrides.get(name)?.at(-1) ?? this.definitions.get(name);
     if (!def) throw new UnknownReactorError(name, this.names());
     return def;
+  }
+
+  /**
+   * Serve `def` for its name (in {@link get}: new runs by name and composed children) until the
+   * returned function is called. For tests: a mock of a registered reactor, which it must name.
+   */
+  override(def: ReactorDefinition): () => void {
+    this.get(def.name);
+    const stack = this.overrides.get(def.name) ?? [];
+    stack.push(def);
+    this.overrides.set(def.name, stack);
+    return () => {
+      const at = stack.indexOf(def);
+      if (at >= 0) stack.splice(at, 1);
+      if (stack.length === 0 && this.overrides.get(def.name) === stack) this.overrides.delete(def.name);
+    };
   }
 
   has(name: string): boolean {
