@@ -147,6 +147,7 @@ export {
   AsyncWaitTimeoutError,
   AsyncUnitFailedError,
   CoordinationContendedError,
+  AsyncDeadlockError,
   StepAbortedError,
   isStepAborted,
 } from './core';

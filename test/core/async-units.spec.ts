@@ -144,6 +144,73 @@ describe('async units', () => {
     expect(log).toEqual(['after', 'unit:done']);
   });
 
+  it('an async unit taking a lock or a one-slot semaphore its run holds is refused at dispatch: DEADLOCK, never stored or queued', async () => {
+    const log: string[] = [];
+    const { engine, dispatcher, storage } = createHarness();
+    const byAccount = (i: Record<string, unknown>) => `account:${String(i.account)}`;
+    const child = defineReactor(
+      'deadlock-child',
+      (r: ReactorBuilder<{ account: string }>) => r.step('work', () => (log.push('child:work'), success('c')), {}),
+      { lock: { key: byAccount } },
+    );
+    engine.register(child);
+    const first = (r: ReactorBuilder<{ account: string }>) =>
+      r.step('first', { run: () => (log.push('run:first'), success(1)), undo: () => void log.push('undo:first') }, {});
+    const parentOfReactor = defineReactor(
+      'deadlock-parent-reactor',
+      (r: ReactorBuilder<{ account: string }>) => {
+        const done = first(r);
+        r.asyncReactor('audit', child, { account: r.input('account', { type: 'string' }) }, { waitFor: [done] });
+      },
+      { lock: { key: byAccount } },
+    );
+    const parentOfStep = defineReactor(
+      'deadlock-parent-step',
+      (r: ReactorBuilder<{ account: string }>) => {
+        const done = first(r);
+        r.asyncStep(
+          'notify',
+          () => (log.push('unit:notify'), success('n')),
+          { account: r.input('account', { type: 'string' }) },
+          { waitFor: [done], semaphore: { key: (a) => `crm:${String(a.account)}`, limit: 1 } },
+        );
+      },
+      { semaphore: { key: (i) => `crm:${String(i.account)}`, limit: 2 } },
+    );
+    engine.register(parentOfReactor);
+    engine.register(parentOfStep);
+
+    const viaReactor = await engine.run(parentOfReactor, { account: 'a1' });
+    expect(viaReactor).toMatchObject({
+      status: 'failed',
+      failure: {
+        code: 'DEADLOCK',
+        stepName: 'audit',
+        message: expect.stringContaining(
+          `Reactor 'deadlock-parent-reactor' (run '${viaReactor.runId}'): async unit 'audit' would deadlock: it takes the lock 'account:a1' (reactor 'deadlock-child'), which the run holds (the lock of reactor 'deadlock-parent-reactor')`,
+        ),
+      },
+    });
+    const viaStep = await engine.run(parentOfStep, { account: 'a2' });
+    expect(viaStep).toMatchObject({
+      status: 'failed',
+      failure: {
+        code: 'DEADLOCK',
+        stepName: 'notify',
+        message: expect.stringContaining(
+          "async unit 'notify' would deadlock: it takes the only slot of semaphore 'crm:a2' (reactor 'deadlock-parent-step::notify'), which the run holds (the semaphore of reactor 'deadlock-parent-step')",
+        ),
+      },
+    });
+    await dispatcher.idle();
+    // Nothing of the units was stored or run; each run's own steps were rolled back.
+    expect(await storage.load(`${viaReactor.runId}/audit`)).toBeUndefined();
+    expect(await storage.load(`${viaStep.runId}/notify`)).toBeUndefined();
+    expect(log).toEqual(['run:first', 'undo:first', 'run:first', 'undo:first']);
+    // Once the run holds nothing (it failed), the same key is free for another run.
+    expect(await engine.run(child, { account: 'a1' })).toMatchObject({ status: 'completed' });
+  });
+
   it("a reader gets the unit's Failure and decides: failing rolls back the run's own steps, not the unit", async () => {
     const log: string[] = [];
     const { engine, dispatcher } = createHarness();

@@ -282,6 +282,49 @@ class FireAndForgetReactor implements ReactorBlueprint<{ n: number }> {
   }
 }
 
+const byAccount = (i: Record<string, unknown>) => `e2e-acct:${String(i.account)}`;
+
+/** A unit body that takes, as its own lock, the account lock its parent holds. */
+@Step('e2e-async-locked-work', { lock: { key: byAccount } })
+class LockedWorkStep {
+  run(_args: unknown, ctx: StepContext) {
+    countBody(ctx);
+    record(ctx, `run:${ctx.stepName}`);
+    return success('worked');
+  }
+}
+
+/** A child reactor whose lock is the account lock. */
+@Reactor('e2e-async-locked-child', { lock: { key: byAccount } })
+class LockedChildReactor implements ReactorBlueprint<{ account: string }> {
+  build(r: ReactorBuilder<{ account: string }>) {
+    return r.step('work', LockedWorkStep, { account: r.input('account', { type: 'string' }) });
+  }
+}
+
+/** Holds the account lock; dispatches (after `first`) a child reactor that takes it too. */
+@Reactor('e2e-async-deadlock-reactor', { lock: { key: byAccount } })
+class DeadlockViaReactor implements ReactorBlueprint<{ account: string }> {
+  build(r: ReactorBuilder<{ account: string }>) {
+    const first = r.step('first', SideStep, {});
+    r.asyncReactor(
+      'audit',
+      LockedChildReactor,
+      { account: r.input('account', { type: 'string' }) },
+      { waitFor: [first] },
+    );
+  }
+}
+
+/** Holds the account lock; dispatches (after `first`) an async step whose own lock is it. */
+@Reactor('e2e-async-deadlock-step', { lock: { key: byAccount } })
+class DeadlockViaStep implements ReactorBlueprint<{ account: string }> {
+  build(r: ReactorBuilder<{ account: string }>) {
+    const first = r.step('first', SideStep, {});
+    r.asyncStep('notify', LockedWorkStep, { account: r.input('account', { type: 'string' }) }, { waitFor: [first] });
+  }
+}
+
 const PROVIDERS = [
   ScoreStep,
   SideStep,
@@ -298,6 +341,10 @@ const PROVIDERS = [
   ParentReactor,
   ParkReactor,
   FireAndForgetReactor,
+  LockedWorkStep,
+  LockedChildReactor,
+  DeadlockViaReactor,
+  DeadlockViaStep,
 ];
 
 const TERMINAL = ['completed', 'failed', 'halted', 'cancelled'];
@@ -432,6 +479,28 @@ describe('async units on Redis and BullMQ (e2e)', () => {
       expect(after.status).toBe('completed');
       expect(after.asyncUnits['send-email']).toMatchObject({ status: 'completed', value: 30 });
       expect(unitBodies.get(`${runId}/send-email`)).toBe(1);
+    });
+
+    it('an async unit taking the lock its parent holds is refused at dispatch: the parent fails DEADLOCK at once, naming the key; the unit is never stored or run', async () => {
+      for (const [reactor, step, unitReactor] of [
+        [DeadlockViaReactor, 'audit', 'e2e-async-locked-child'],
+        [DeadlockViaStep, 'notify', 'e2e-async-deadlock-step::notify'],
+      ] as const) {
+        const account = randomUUID();
+        const outcome = await client.run(reactor as never, { account } as never);
+
+        expect(outcome.status).toBe('failed');
+        if (outcome.status !== 'failed') return;
+        const runId = outcome.runId;
+        expect(outcome.failure).toMatchObject({ code: 'DEADLOCK', stepName: step });
+        expect(outcome.failure.message).toContain(
+          `(run '${runId}'): async unit '${step}' would deadlock: it takes the lock 'e2e-acct:${account}' (reactor '${unitReactor}'), which the run holds`,
+        );
+        // The run's own step was rolled back; the unit was never stored, queued or run.
+        expect(callsOf(runId)).toEqual(['run:first', 'undo:first']);
+        expect((await view(client, runId)).asyncUnits).toEqual({});
+        expect(unitBodies.get(`${runId}/${step}`)).toBeUndefined();
+      }
     });
 
     it("a reader receiving the unit's Failure fails on purpose: the parent rolls back its own steps, the unit is not undone", async () => {

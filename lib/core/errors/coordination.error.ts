@@ -24,3 +24,36 @@ export class CoordinationContendedError extends ReactorError {
     return { ...super.toJSON(), key: this.key, retryAfterMs: this.retryAfterMs };
   }
 }
+
+/**
+ * An async unit (`asyncStep`, `asyncReactor`) would take a lock, or the one slot of a semaphore,
+ * that the run dispatching it holds until it finishes: the unit could never start while the run
+ * waits for it (or holds on). Refused at dispatch, before the unit is stored or queued (as the
+ * reference refuses it): the dispatching step fails, not compensated, and the run rolls back.
+ */
+export class AsyncDeadlockError extends ReactorError {
+  constructor(
+    /** The lock's or semaphore's key. */
+    readonly key: string,
+    readonly primitive: 'lock' | 'semaphore',
+    /** The dispatching run (the top-level one), its reactor, and the reactor whose coordination holds the key. */
+    readonly parent: { runId: string; reactorName: string; heldBy: string },
+    /** The async unit's step and the reactor it runs. */
+    readonly unit: { step: string; reactorName: string },
+  ) {
+    const what = primitive === 'lock' ? `the lock '${key}'` : `the only slot of semaphore '${key}'`;
+    super(
+      'DEADLOCK',
+      `Reactor '${parent.reactorName}' (run '${parent.runId}'): async unit '${unit.step}' would deadlock: it takes ` +
+        `${what} (reactor '${unit.reactorName}'), which the run holds (the ${primitive} of reactor '${parent.heldBy}') ` +
+        `until it finishes, so the unit could not start before then. A lock is never shared across the async ` +
+        `boundary: use compose or a plain step if the work belongs under the lock, narrow the keys if they protect ` +
+        `different things, or dispatch it from a run that does not hold the key.`,
+      { retryable: false },
+    );
+  }
+
+  override toJSON() {
+    return { ...super.toJSON(), key: this.key, primitive: this.primitive, parent: this.parent, unit: this.unit };
+  }
+}

@@ -34,6 +34,7 @@ export type ReactorErrorCode =
   | 'SEMAPHORE_FULL'
   | 'RATE_LIMITED'
   | 'ORDER_WAIT'
+  | 'DEADLOCK'
   | 'INTERNAL'
   | 'STEP_ABORTED';
 

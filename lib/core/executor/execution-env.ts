@@ -42,6 +42,11 @@ export interface ExecutionEnv {
   owner?: { runId: string; reactorName: string };
   /** This execution is a map element: nested maps run inline. */
   inElement?: boolean;
+  /**
+   * The executions this one is nested in (a composed child's parents, a map element's run),
+   * outermost first: their reactors' locks and semaphores are held while this one runs.
+   */
+  enclosing?: ReadonlyArray<{ def: ReactorDefinition; inputs: Record<string, unknown> }>;
   /** This execution is an async unit's run (it has no id a client can resume). */
   inAsyncUnit?: boolean;
   /** Resume claims and correlation ids (interrupts); without it, an interrupt fails its run. */

@@ -88,8 +88,11 @@ export class RunExecution extends RunScope implements NestedExecution {
 
   /** A composed child saves through this run; a map element run in this process saves nowhere. */
   child(def: ReactorDefinition, state: RunState, saving: ChildSaving): RunExecution {
-    if (saving === 'through-parent') return new RunExecution(def, state, this.env, this.saveRun, false);
-    const env: ExecutionEnv = { ...this.env, inElement: true, enqueueResume: undefined, lease: undefined };
+    const enclosing = [...(this.env.enclosing ?? []), { def: this.def, inputs: this.state.inputs }];
+    if (saving === 'through-parent') {
+      return new RunExecution(def, state, { ...this.env, enclosing }, this.saveRun, false);
+    }
+    const env: ExecutionEnv = { ...this.env, enclosing, inElement: true, enqueueResume: undefined, lease: undefined };
     return new RunExecution(def, state, env, async () => undefined, false);
   }
 

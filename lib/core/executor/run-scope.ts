@@ -223,6 +223,7 @@ export abstract class RunScope implements StepScope {
       load: (runId) => storage.load(runId),
       mode,
       parkTimeoutMs: this.env.asyncParkTimeoutMs ?? 60 * 60 * 1000,
+      holding: [...(this.env.enclosing ?? []), { def: this.def, inputs: this.state.inputs }],
     };
   }
 

@@ -9,7 +9,8 @@
  * dispatches it again, and settles with what the unit ended with: its value, or its failure (or
  * halt), which readers receive as a `Failure` (`Halt`) object. A unit is never undone with the run.
  */
-import type { HandlerSpecs } from '../definition/definition';
+import type { HandlerSpecs, ReactorDefinition, StepDefinition } from '../definition/definition';
+import { AsyncDeadlockError } from '../errors/coordination.error';
 import { redactedArgNames } from '../definition/redaction';
 import { InputValidationError } from '../errors/input-validation.error';
 import { AsyncWaitTimeoutError } from '../errors/interrupt.error';
@@ -19,8 +20,8 @@ import { childRunId } from '../model/keys';
 import { isTerminal, newRunState, type RunState } from '../model/run-state';
 import { Failure, Halt, Success } from '../results/step-outcome';
 import { Suspended } from '../results/suspension';
-import { describeFieldErrors, validateReactorInputs } from '../validation/validate';
-import type { StepKind } from './step-kind';
+import { applyContractDefaults, describeFieldErrors, validateReactorInputs } from '../validation/validate';
+import type { AsyncUnitHost, StepKind, StepScope } from './step-kind';
 
 type AsyncSpec = HandlerSpecs['async'];
 
@@ -56,6 +57,10 @@ export const asyncStep: StepKind<AsyncSpec> = {
         );
         return new Failure(error, { retryable: false });
       }
+      // A key the run holds until it finishes would keep the unit from ever starting: refused here,
+      // before anything is stored or queued (the step fails, not compensated).
+      const deadlock = deadlockOf(scope, host, step, def, inputs);
+      if (deadlock) return new Failure(deadlock, { retryable: false });
       const now = scope.now();
       const unit = newRunState(def, childRunId(scope.state.runId, step.name), inputs, now, {
         redactedInputs: redactedArgNames(step, scope.state.redactedInputs).filter((name) => name in inputs),
@@ -133,6 +138,71 @@ export const asyncStep: StepKind<AsyncSpec> = {
     return new Failure(new AsyncUnitFailedError(result.failure), { retryable: false });
   },
 };
+
+/** An exclusive key: a lock, or a semaphore (of one slot, when it is what a unit takes). */
+interface Exclusive {
+  primitive: 'lock' | 'semaphore';
+  key: string;
+}
+
+/**
+ * The lock the unit takes, or the semaphore it takes one slot of out of one (its reactor's, and an
+ * async step's own), that the dispatching run holds: its reactor's or a composed parent's lock, or
+ * a slot of their semaphore (with a limit of one for the unit, the run's slot leaves it none).
+ * Keys that cannot be computed are left to the unit (its own failure) and the run's (its own).
+ */
+function deadlockOf(
+  scope: StepScope,
+  host: AsyncUnitHost,
+  step: StepDefinition,
+  unitDef: ReactorDefinition,
+  inputs: Record<string, unknown>,
+): AsyncDeadlockError | undefined {
+  const wanted: Exclusive[] = [...exclusives(unitDef.coordination, inputs, true)];
+  const inner = step.handler.kind === 'async' && step.handler.inlineUnit ? unitDef.steps[0] : undefined;
+  if (inner) {
+    const args = inner.input ? applyContractDefaults(inner.input, inputs) : inputs;
+    wanted.push(...exclusives(inner.coordination, args, true));
+  }
+  if (wanted.length === 0) return undefined;
+  for (const { def, inputs: held } of host.holding) {
+    for (const h of exclusives(def.coordination, held, false)) {
+      const hit = wanted.find((w) => w.primitive === h.primitive && w.key === h.key);
+      if (!hit) continue;
+      return new AsyncDeadlockError(
+        hit.key,
+        hit.primitive,
+        { runId: scope.owner.runId, reactorName: scope.def.name, heldBy: def.name },
+        { step: step.name, reactorName: unitDef.name },
+      );
+    }
+  }
+  return undefined;
+}
+
+/** The lock and semaphore of `spec` with their keys (`oneSlot`: only a semaphore of one slot). */
+function exclusives(
+  spec: { lock?: { key: KeyFn }; semaphore?: { key: KeyFn; limit: number } } | undefined,
+  args: Record<string, unknown>,
+  oneSlot: boolean,
+): Exclusive[] {
+  const out: Exclusive[] = [];
+  const keyOf = (fn: KeyFn): string | undefined => {
+    try {
+      const key = fn(args);
+      return typeof key === 'string' && key.length > 0 ? key : undefined;
+    } catch {
+      return undefined;
+    }
+  };
+  const lock = spec?.lock ? keyOf(spec.lock.key) : undefined;
+  if (lock !== undefined) out.push({ primitive: 'lock', key: lock });
+  const semaphore = spec?.semaphore && (!oneSlot || spec.semaphore.limit === 1) ? keyOf(spec.semaphore.key) : undefined;
+  if (semaphore !== undefined) out.push({ primitive: 'semaphore', key: semaphore });
+  return out;
+}
+
+type KeyFn = (args: Record<string, unknown>) => string;
 
 /** What a reader of a failed async unit gets inside its `Failure`: the unit's failure, as stored. */
 export class AsyncUnitFailedError extends ReactorError {

@@ -52,6 +52,11 @@ export interface AsyncUnitHost {
   readonly mode: 'caller' | 'worker';
   /** How long a worker waits for a unit (from its dispatch) before the step fails. */
   readonly parkTimeoutMs: number;
+  /**
+   * The reactors whose coordination this execution holds while it runs, with their inputs: its
+   * own and those it is nested in (composed), outermost first.
+   */
+  readonly holding: ReadonlyArray<{ def: ReactorDefinition; inputs: Record<string, unknown> }>;
 }
 
 /** What an interrupt may do in storage, on behalf of the top-level run. */
