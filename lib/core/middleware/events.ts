@@ -31,6 +31,22 @@ export type ReactorEvent =
   | (StepEventBase & { type: 'step.complete'; outcome: 'success' | 'skipped' | 'halt' })
   | (StepEventBase & { type: 'step.fail'; error: string; attempts: number })
   | (StepEventBase & { type: 'step.retry'; attempt: number; delayMs: number; error: string })
+  /**
+   * The step's own lock or semaphore (or a composed child's coordination) is held elsewhere: the
+   * step did not start, spends no attempt, and is tried again in `delayMs` (ruby_reactor's
+   * `snooze_step`). Never followed by `step.fail` unless the snoozes run out
+   * (`lockSnoozeMaxAttempts`).
+   */
+  | (StepEventBase & {
+      type: 'step.snooze';
+      /** The contended coordination key. */
+      key: string;
+      /** `LOCK_CONTENDED`, `SEMAPHORE_FULL`, `RATE_LIMITED` or `ORDER_WAIT`. */
+      code: string;
+      delayMs: number;
+      /** How many times in a row this step has snoozed, this one included. */
+      snoozes: number;
+    })
   | (StepEventBase & { type: 'compensation.start' })
   | (StepEventBase & { type: 'compensation.complete' })
   | (StepEventBase & { type: 'compensation.fail'; error: string })
