@@ -121,6 +121,17 @@ function lastIndex(trace: readonly TraceEntry[], step: string, types: ReadonlyAr
   return -1;
 }
 
+/** The status of an async unit's node, by the status of its run (an expired one is unknown). */
+const UNIT_STATUS: Partial<Record<RunView['asyncUnits'][string]['status'], DashboardStepStatus>> = {
+  pending: 'running',
+  running: 'running',
+  rolling_back: 'running',
+  completed: 'completed',
+  failed: 'failed',
+  cancelled: 'failed',
+  halted: 'halted',
+};
+
 /** Whether a compensate or undo trace entry is of a callback that ran (not "no undo defined"). */
 function callbackRan(entry: TraceEntry | undefined): entry is TraceEntry {
   return entry !== undefined && !/^no (undo|compensate) defined$|nothing to undo/.test(entry.detail ?? '');
@@ -162,6 +173,9 @@ export function stepStates(steps: readonly DashboardStep[], view: RunView): Dash
       status = 'paused';
     } else if (rollback === 'undone') {
       status = 'undone';
+    } else if (!live && view.asyncUnits[name] !== undefined) {
+      // A unit nobody read when the run finished (it ran on by itself): as its own run goes.
+      status = UNIT_STATUS[view.asyncUnits[name].status] ?? 'pending';
     } else if (
       live &&
       (started >= 0 ||

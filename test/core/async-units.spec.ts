@@ -1,5 +1,6 @@
 import { defineReactor, type ReactorBuilder } from '../../lib/core/definition/builder';
 import { Failure, failure, success } from '../../lib/core/results/step-outcome';
+import { describeReactor, stepStates } from '../../lib/dashboard/dashboard-dag';
 import { createHarness, deferred } from './harness';
 
 describe('async units', () => {
@@ -88,6 +89,10 @@ describe('async units', () => {
     const unfinished = expect.stringMatching(/^(pending|running)$/);
     expect(view?.asyncUnits['send-email']).toMatchObject({ runId: `${outcome.runId}/send-email`, status: unfinished });
     expect(view?.asyncUnits.audit).toMatchObject({ runId: `${outcome.runId}/audit`, status: unfinished });
+    // The dashboard draws each unit as its own run goes.
+    const nodes = () =>
+      Object.fromEntries(stepStates(describeReactor(def).steps, view!).map((s) => [s.name, s.status]));
+    expect(nodes()).toEqual({ 'send-email': 'running', audit: 'running', record: 'completed' });
     emailGate.resolve();
     childGate.resolve();
     await dispatcher.idle();
@@ -98,6 +103,7 @@ describe('async units', () => {
     expect(view?.completed).toEqual(['record']);
     expect(view?.asyncUnits['send-email']).toMatchObject({ status: 'completed', value: 'sent' });
     expect(view?.asyncUnits.audit).toMatchObject({ status: 'completed', value: 'c' });
+    expect(nodes()).toEqual({ 'send-email': 'completed', audit: 'completed', record: 'completed' });
   });
 
   it('a unit nobody reads that fails after its run completed: the run stays completed; the unit compensates by itself', async () => {
