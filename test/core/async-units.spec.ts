@@ -217,6 +217,38 @@ describe('async units', () => {
     expect(await engine.run(child, { account: 'a1' })).toMatchObject({ status: 'completed' });
   });
 
+  it('the deadlock guard counts the lock of a composed reactor the unit is dispatched from', async () => {
+    const { engine, dispatcher, storage } = createHarness();
+    const shared = () => 'ledger';
+    const unit = defineReactor(
+      'deadlock-nested-unit',
+      (r: ReactorBuilder<object>) => r.step('u', () => success(1), {}),
+      {
+        lock: { key: shared },
+      },
+    );
+    const locked = defineReactor(
+      'deadlock-nested-child',
+      (r: ReactorBuilder<object>) => void r.asyncReactor('post', unit, {}),
+      { lock: { key: shared } },
+    );
+    const top = defineReactor('deadlock-nested-top', (r: ReactorBuilder<object>) => r.compose('book', locked, {}));
+    for (const def of [unit, locked, top]) engine.register(def);
+    const outcome = await engine.run(top, {});
+    await dispatcher.idle();
+    expect(outcome).toMatchObject({ status: 'failed', failure: { code: 'DEADLOCK', stepName: 'book' } });
+    if (outcome.status !== 'failed') return;
+    expect(outcome.failure.cause).toMatchObject({
+      code: 'DEADLOCK',
+      stepName: 'post',
+      reactorName: 'deadlock-nested-child',
+    });
+    expect(outcome.failure.cause?.message).toContain(
+      "it takes the lock 'ledger' (reactor 'deadlock-nested-unit'), which the run holds (the lock of reactor 'deadlock-nested-child')",
+    );
+    expect(await storage.load(`${outcome.runId}/post`)).toBeUndefined();
+  });
+
   it("a reader gets the unit's Failure and decides: failing rolls back the run's own steps, not the unit", async () => {
     const log: string[] = [];
     const { engine, dispatcher } = createHarness();
