@@ -51,29 +51,70 @@ export interface OrderedLockOptions {
 
 /** A step's own lock and semaphore, keyed on its resolved arguments. */
 export interface StepCoordinationOptions {
-  lock?: { key: (args: Record<string, unknown>) => string; ttlMs?: number };
-  semaphore?: { key: (args: Record<string, unknown>) => string; limit: number; leaseMs?: number };
+  lock?: {
+    key: (args: Record<string, unknown>) => string;
+    ttlMs?: number;
+    /**
+     * How long the step's `undo` or `compensate` waits to take the lock again before it is reported
+     * as a rollback failure (`coordinationUnavailable`). A rollback never snoozes: it waits in line.
+     * @default ttlMs
+     */
+    rollbackWaitMs?: number;
+  };
+  semaphore?: {
+    key: (args: Record<string, unknown>) => string;
+    limit: number;
+    leaseMs?: number;
+    /** How long the step's `undo` or `compensate` waits for a slot (see the lock's). @default leaseMs */
+    rollbackWaitMs?: number;
+  };
 }
 
 /** A step's coordination, as the definition holds it. */
 export interface StepCoordinationSpec {
-  readonly lock?: { readonly key: (args: Record<string, unknown>) => string; readonly ttlMs: number };
+  readonly lock?: {
+    readonly key: (args: Record<string, unknown>) => string;
+    readonly ttlMs: number;
+    readonly rollbackWaitMs: number;
+  };
   readonly semaphore?: {
     readonly key: (args: Record<string, unknown>) => string;
     readonly limit: number;
     readonly leaseMs: number;
+    readonly rollbackWaitMs: number;
   };
 }
 
 /** Normalize a step's coordination options; a string is the problem (the caller names the step). */
 export function toStepCoordinationSpec(options: StepCoordinationOptions): StepCoordinationSpec | string | undefined {
   if (!options.lock && !options.semaphore) return undefined;
+  for (const [what, wait] of [
+    ['lock', options.lock?.rollbackWaitMs],
+    ['semaphore', options.semaphore?.rollbackWaitMs],
+  ] as const) {
+    if (wait !== undefined && !(Number.isInteger(wait) && wait >= 0)) {
+      return `${what}.rollbackWaitMs must be an integer >= 0 (got ${String(wait)})`;
+    }
+  }
   const spec = toCoordinationSpec({
     lock: options.lock as LockOptions | undefined,
     semaphore: options.semaphore as SemaphoreOptions | undefined,
   });
   if (typeof spec === 'string') return spec.replace('of the inputs', 'of the arguments');
-  return spec as StepCoordinationSpec | undefined;
+  if (!spec) return undefined;
+  // The rollback's wait defaults to the TTL (the reference's `rollback_wait`): by then a crashed
+  // holder's lock has expired.
+  return Object.freeze({
+    ...(spec.lock ? { lock: { ...spec.lock, rollbackWaitMs: options.lock?.rollbackWaitMs ?? spec.lock.ttlMs } } : {}),
+    ...(spec.semaphore
+      ? {
+          semaphore: {
+            ...spec.semaphore,
+            rollbackWaitMs: options.semaphore?.rollbackWaitMs ?? spec.semaphore.leaseMs,
+          },
+        }
+      : {}),
+  });
 }
 
 /** The coordination of a reactor, as the definition holds it. */

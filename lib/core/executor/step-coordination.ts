@@ -46,7 +46,7 @@ export async function takeStepCoordination(
 
 /**
  * Take the step's lock and semaphore again for its undo or compensate, waiting for each up to its
- * TTL. Returns the hold, or the rollback failure to report (`coordinationUnavailable`) when they stay taken.
+ * `rollbackWaitMs` (default: its TTL). Returns the hold, or the rollback failure to report (`coordinationUnavailable`) when they stay taken.
  */
 export async function retakeForRollback(
   scope: RunScope,
@@ -57,8 +57,8 @@ export async function retakeForRollback(
   const spec = step.coordination;
   try {
     return await takeStepCoordination(scope, step, args, {
-      lock: spec?.lock?.ttlMs,
-      semaphore: spec?.semaphore?.leaseMs,
+      lock: spec?.lock?.rollbackWaitMs,
+      semaphore: spec?.semaphore?.rollbackWaitMs,
     });
   } catch (error) {
     if (!(error instanceof CoordinationContendedError)) throw error;
