@@ -1,7 +1,8 @@
 --[[
   Ask a run to cancel: store the reason with a non-terminal run, where the process executing it
   finds it at its next checkpoint (checkpoint-4.lua answers 3 while the field is there). A terminal
-  run is left as it is.
+  run, and a run that is rolling back (its rollback is under way: nothing is left to cancel), are
+  left as they are.
 
   Input:
     KEYS[1]  run record   HASH (see checkpoint-4.lua); field `cancel` gets the reason
@@ -13,7 +14,7 @@ if redis.call("EXISTS", KEYS[1]) == 0 then
   return false
 end
 local status = redis.call("HGET", KEYS[1], "status")
-if redis.call("HGET", KEYS[1], "terminal") ~= "1" then
+if redis.call("HGET", KEYS[1], "terminal") ~= "1" and status ~= "rolling_back" then
   redis.call("HSET", KEYS[1], "cancel", ARGV[1])
 end
 return status

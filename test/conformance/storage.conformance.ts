@@ -456,6 +456,16 @@ export function describeStorageConformance(name: string, factory: AdapterFactory
         expect(h.storage.cancelRequest!((await h.storage.load(done.runId))!)).toBeUndefined();
         await expect(h.storage.requestCancel!(newRunId(), 'x')).resolves.toBeUndefined();
       });
+
+      it('store nothing with a run that is rolling back, and say its status', async () => {
+        const state = makeRunState({ status: 'rolling_back' });
+        await h.storage.save(state);
+        await expect(h.storage.requestCancel!(state.runId, 'too late')).resolves.toBe('rolling_back');
+        expect(h.storage.cancelRequest!((await h.storage.load(state.runId))!)).toBeUndefined();
+        state.status = 'failed';
+        await h.storage.save(state);
+        expect(h.storage.cancelRequest!(state)).toBeUndefined();
+      });
     });
 
     describe('idempotency keys', () => {
@@ -476,6 +486,20 @@ export function describeStorageConformance(name: string, factory: AdapterFactory
           Array.from({ length: 10 }, (_, i) => h.storage.claimIdempotencyKey!('checkout', key, `run-${i}`, LONG_TTL)),
         );
         expect(new Set(ids).size).toBe(1);
+      });
+
+      it('unbind a key only from the run it is bound to, so the next caller binds it', async () => {
+        const key = `order-${newRunId()}`;
+        await h.storage.claimIdempotencyKey!('checkout', key, 'run-1', LONG_TTL);
+        await h.storage.releaseIdempotencyKey!('checkout', key, 'run-other');
+        await expect(h.storage.claimIdempotencyKey!('checkout', key, 'run-2', LONG_TTL)).resolves.toBe('run-1');
+        await h.storage.releaseIdempotencyKey!('checkout', key, 'run-1');
+        await expect(h.storage.claimIdempotencyKey!('checkout', key, 'run-3', LONG_TTL)).resolves.toBe('run-3');
+        // A key that is bound to nothing stays unbound.
+        await h.storage.releaseIdempotencyKey!('checkout', `free-${key}`, 'run-1');
+        await expect(h.storage.claimIdempotencyKey!('checkout', `free-${key}`, 'run-4', LONG_TTL)).resolves.toBe(
+          'run-4',
+        );
       });
     });
 

@@ -30,6 +30,7 @@ export function createHarness(
     requestCancel: (id, reason) => storage.requestCancel(id, reason),
     cancelRequest: (state) => storage.cancelRequest(state),
     claimIdempotencyKey: (reactor, key, runId, ttl) => storage.claimIdempotencyKey(reactor, key, runId, ttl),
+    releaseIdempotencyKey: (reactor, key, runId) => storage.releaseIdempotencyKey(reactor, key, runId),
     listRuns: (query) => storage.listRuns(query),
   };
   const engine = new ReactorEngine({

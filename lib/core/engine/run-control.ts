@@ -147,6 +147,14 @@ export class RunControl {
     }
     const status = await storage.requestCancel(runId, reason);
     if (status === undefined) throw new RunNotFoundError(runId);
+    // Rolling back (a failure or an undo is being rolled back): the storage kept nothing, as undo refuses it.
+    if (status === 'rolling_back') {
+      throw new InvalidRunStateError(
+        `Run '${runId}' is rolling back: a rollback is in progress, so there is nothing left to cancel; wait for it (client.wait).`,
+        runId,
+        status,
+      );
+    }
     // Executing in this process: its steps in flight learn of it now, through their signals (an
     // execution elsewhere learns of it at its next lease extension or checkpoint).
     if (!isTerminal(status)) this.executions.abort(runId, 'cancel', reason);

@@ -1,8 +1,11 @@
 import { InvalidRunIdError } from '../errors/run-state.error';
 import { runIdProblem } from '../model/keys';
 
-/** Refuse a run id that cannot name a run, with a coded error that says why. */
-export function checkRunId(runId: unknown): asserts runId is string {
+/**
+ * Refuse a run id that cannot name a run, with a coded error that says why (`where` names what
+ * gave it, as in `Reactor 'x': option runId`; `hint` says what to do instead).
+ */
+export function checkRunId(runId: unknown, where?: string, hint?: string): asserts runId is string {
   const problem = runIdProblem(runId);
-  if (problem) throw new InvalidRunIdError(runId, problem);
+  if (problem) throw new InvalidRunIdError(runId, problem, where, hint);
 }

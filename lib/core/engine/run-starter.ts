@@ -77,8 +77,8 @@ export class RunStarter {
    * key is bound to (this one, when the key is new).
    */
   private async runIdFor(def: ReactorDefinition, options: RunOptions): Promise<string> {
-    const runId = options.runId ?? this.newRunId();
-    checkRunId(runId);
+    const runId = options.runId === undefined ? this.newRunId() : options.runId;
+    checkRunId(runId, `Reactor '${def.name}': option runId`, 'Omit runId for a new one.');
     const key = options.idempotencyKey;
     if (key === undefined) return runId;
     if (typeof key !== 'string' || key.length === 0 || key.length > 512) {
@@ -162,10 +162,48 @@ export class RunStarter {
     mode: 'caller' | 'handoff',
     retryOf?: { runId: string; count: number },
   ): Promise<{ state: RunState; lease?: Lease; replayed?: boolean; holding?: Holding }> {
-    const { clock, middleware } = this.parts;
     // A key bound by an earlier call, or a given id, may name a run that exists: the create
     // (createOnly) says so, and that run is returned, without a read before every create.
     const runId = await this.runIdFor(def, options);
+    try {
+      const prepared = await this.prepareRun(def, runId, input, options, mode, retryOf);
+      // A run that never started (its inputs were refused) gives its idempotency key back.
+      if (!prepared.replayed && prepared.state.failure?.code === 'INPUT_VALIDATION')
+        await this.unbind(def, runId, options);
+      return prepared;
+    } catch (error) {
+      // Refused before it was stored (coordination, a failed create): the key is not the run's.
+      await this.unbind(def, runId, options, error);
+      throw error;
+    }
+  }
+
+  /**
+   * Give back the idempotency key this call bound to `runId`, for a run that never started, so the
+   * next call with the key runs instead of replaying a run that never was. A key bound to another
+   * run, or to a run that exists under a given `runId`, is left alone.
+   */
+  private async unbind(def: ReactorDefinition, runId: string, options: RunOptions, thrown?: unknown): Promise<void> {
+    const key = options.idempotencyKey;
+    const { storage } = this.parts;
+    if (key === undefined || !storage.releaseIdempotencyKey) return;
+    // With a given run id an earlier call may have bound the key to it for a run that exists.
+    if (thrown !== undefined && options.runId !== undefined) {
+      const existing = await storage.load(runId).catch(() => undefined);
+      if (existing?.reactorName === def.name) return;
+    }
+    await storage.releaseIdempotencyKey(def.name, key, runId);
+  }
+
+  private async prepareRun<I>(
+    def: ReactorDefinition,
+    runId: string,
+    input: I,
+    options: RunOptions,
+    mode: 'caller' | 'handoff',
+    retryOf?: { runId: string; count: number },
+  ): Promise<{ state: RunState; lease?: Lease; replayed?: boolean; holding?: Holding }> {
+    const { clock, middleware } = this.parts;
     const { inputs, errors } = await validateReactorInputs(def.inputs, input);
     const state = newRunState(def, runId, inputs, clock.now());
     if (retryOf) {

@@ -27,13 +27,20 @@ export class InvalidRunIdError extends ReactorError {
   constructor(
     readonly runId: unknown,
     problem: string,
+    where?: string,
+    hint?: string,
   ) {
-    super('INVALID_RUN_ID', `Run id ${describeId(runId)} is invalid: ${problem}.`);
+    super(
+      'INVALID_RUN_ID',
+      `${where ?? 'Run id'} ${describeId(runId)} is invalid: ${problem}.${hint ? ` ${hint}` : ''}`,
+    );
   }
 }
 
 function describeId(runId: unknown): string {
-  return typeof runId === 'string' ? `'${runId}'` : String(runId);
+  if (typeof runId === 'string') return `'${runId}'`;
+  if (typeof runId === 'object' && runId !== null) return Array.isArray(runId) ? '(an array)' : '(an object)';
+  return typeof runId === 'function' || typeof runId === 'symbol' ? `(a ${typeof runId})` : String(runId);
 }
 
 /** A run names a reactor this process has not registered. */

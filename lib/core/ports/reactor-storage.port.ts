@@ -91,8 +91,9 @@ export interface ReactorStorage {
   load(runId: string): Promise<RunState | undefined>;
   /**
    * Ask a run to cancel: store `reason` with a non-terminal run, where its executing process finds
-   * it at its next checkpoint ({@link cancelRequest}). A terminal run is left as it is. Returns the
-   * run's status, or `undefined` when there is no run. A durable adapter does it in one round trip.
+   * it at its next checkpoint ({@link cancelRequest}). A terminal run, and a run rolling back, are
+   * left as they are. Returns the run's status, or `undefined` when there is no run. A durable
+   * adapter does it in one round trip.
    */
   requestCancel?(runId: string, reason: string): Promise<RunStatus | undefined>;
   /**
@@ -101,6 +102,12 @@ export interface ReactorStorage {
    * callers with one key, one binds it. A durable adapter does it in one round trip.
    */
   claimIdempotencyKey?(reactorName: string, key: string, runId: string, ttlMs: number): Promise<string>;
+  /**
+   * Unbind an idempotency key of a reactor if it is bound to `runId` (a key bound to another run is
+   * left alone): the engine gives back a key it bound for a run that never started (invalid inputs,
+   * a refused coordination, a failed create), so the next call with the key runs. One round trip.
+   */
+  releaseIdempotencyKey?(reactorName: string, key: string, runId: string): Promise<void>;
   /**
    * The runs of a reactor, newest first, from an index the run's creation writes (no key scan):
    * at most `limit` matching `status` (when given), created at or after `since` and before the

@@ -131,7 +131,7 @@ export class MemoryReactorStorage implements ReactorStorage {
   async requestCancel(runId: string, reason: string): Promise<RunStatus | undefined> {
     const stored = this.runs.get(runId);
     if (!stored) return undefined;
-    if (!stored.terminal) stored.cancel = reason;
+    if (!stored.terminal && stored.status !== 'rolling_back') stored.cancel = reason;
     return stored.status;
   }
 
@@ -169,6 +169,11 @@ export class MemoryReactorStorage implements ReactorStorage {
     if (bound && bound.expiresAt > now) return bound.runId;
     this.idempotency.set(name, { runId, expiresAt: now + normalizeTtlMs(ttlMs, 'idempotencyWindowMs') });
     return runId;
+  }
+
+  async releaseIdempotencyKey(reactorName: string, key: string, runId: string): Promise<void> {
+    const name = JSON.stringify([reactorName, key]);
+    if (this.idempotency.get(name)?.runId === runId) this.idempotency.delete(name);
   }
 
   async load(runId: string): Promise<RunState | undefined> {

@@ -215,6 +215,12 @@ export class RedisReactorStorage implements ReactorStorage {
     return String(reply);
   }
 
+  /** Unbind an idempotency key from `runId` (only from it): one command (`releaseIdempotencyKey-1.lua`). */
+  async releaseIdempotencyKey(reactorName: string, key: string, runId: string): Promise<void> {
+    const name = `${encodeURIComponent(reactorName)}:${encodeURIComponent(key)}`;
+    await runScript(this.redis, 'releaseIdempotencyKey', [this.keys.coordinationKey('idem', name)], [runId]);
+  }
+
   /**
    * Read the run: one `HGET`. A missing record returns `undefined` and is dropped from the
    * active index (one more command, `forgetIfMissing-2.lua`), so entries whose record outlived

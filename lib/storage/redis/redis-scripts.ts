@@ -24,6 +24,7 @@ export const SCRIPT_FILES = {
   acquireAndLoad: 'acquireAndLoad-2.lua',
   requestCancel: 'requestCancel-1.lua',
   claimIdempotencyKey: 'claimIdempotencyKey-1.lua',
+  releaseIdempotencyKey: 'releaseIdempotencyKey-1.lua',
   mapCreate: 'mapCreate-7.lua',
   mapPutInputs: 'mapPutInputs-1.lua',
   mapReserve: 'mapReserve-6.lua',
