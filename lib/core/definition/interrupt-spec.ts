@@ -3,9 +3,17 @@ import { toStepContract, type OutputContract, type StepContract } from './contra
 import type { ArgRefs, Ref } from './ref';
 import type { StepContext } from './step';
 
-/** What an interrupt's `correlationId` and `onTimeout` receive: the step context and its wired `args`. */
+/**
+ * What an interrupt's `correlationId` and `onTimeout` receive: the step context, its wired `args`,
+ * and the run's `inputs` and the `results` of its steps so far (of the reactor that declares the
+ * interrupt: a composed child's own), so an id can come from any of them without wiring each.
+ */
 export interface InterruptContext<A = Record<string, unknown>> extends StepContext {
   readonly args: A;
+  /** The run's validated inputs (as steps read them; not redacted). */
+  readonly inputs: Readonly<Record<string, unknown>>;
+  /** The results of the steps that finished so far, by step name. */
+  readonly results: Readonly<Record<string, unknown>>;
 }
 
 /** Options of `r.interrupt(name, options)`. */

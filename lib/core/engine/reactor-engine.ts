@@ -326,7 +326,16 @@ export class ReactorEngine {
     options: ContinueOptions = {},
   ): Promise<ContinueResult> {
     checkRunId(runId);
-    return guarded('continue', () => this.resumes.continue(runId, step, payload, options));
+    return guarded('continue', async () =>
+      this.waitedFor(await this.resumes.continue(runId, step, payload, options), options),
+    );
+  }
+
+  /** With `{ wait: true }`: a resume not applied in the call carries the run's next outcome. */
+  private async waitedFor(result: ContinueResult, options: ContinueOptions): Promise<ContinueResult> {
+    if (!options.wait || result.accepted === 'applied' || result.runId === undefined) return result;
+    const state = await this.waiters.until(result.runId, { timeoutMs: options.timeoutMs });
+    return { ...result, outcome: this.viewer.outcome(state) };
   }
 
   /** {@link continue} the run of `reactorName` whose interrupt `step` has `correlationId`. */
@@ -337,8 +346,11 @@ export class ReactorEngine {
     payload: unknown,
     options: ContinueOptions = {},
   ): Promise<ContinueResult> {
-    return guarded('continueByCorrelationId', () =>
-      this.resumes.continueByCorrelationId(reactorName, step, correlationId, payload, options),
+    return guarded('continueByCorrelationId', async () =>
+      this.waitedFor(
+        await this.resumes.continueByCorrelationId(reactorName, step, correlationId, payload, options),
+        options,
+      ),
     );
   }
 

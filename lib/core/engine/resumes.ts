@@ -22,7 +22,7 @@ import { ConfigurationError } from '../errors/configuration.error';
 import { CoordinationContendedError } from '../errors/coordination.error';
 import { DefinitionChangedError, RunNotFoundError } from '../errors/run-state.error';
 import { waitingInterrupts, type InterruptRecord, type ResumeClaim, type WaitingInterrupt } from '../model/interrupt';
-import { jsonProblem } from '../model/json-values';
+import { jsonProblem, withoutUndefinedProperties } from '../model/json-values';
 import { runLeaseKey } from '../model/keys';
 import { isTerminal, type RunState } from '../model/run-state';
 import type { InterruptStore } from '../ports/interrupt-store.port';
@@ -48,16 +48,31 @@ export interface ContinueOptions {
    * throws `RUN_NOT_PAUSED` / `CORRELATION_ID_NOT_FOUND`. @default 'queue'
    */
   ifNotReached?: 'queue' | 'refuse';
+  /**
+   * Wait for the run's next outcome when the answer is not applied in this call (`deferred` to a
+   * worker, or `queued` for a run that has not reached the interrupt): the result then carries it
+   * as `outcome` (completed, failed, paused again at another interrupt, ...), as `applied` does. A
+   * `queued` answer for a correlation id no run holds yet has no run to wait for. @default false
+   */
+  wait?: boolean;
+  /** Bound of that wait (then `WAIT_TIMEOUT`). @default the engine's wait timeout (30 s) */
+  timeoutMs?: number;
 }
 
 /** What a resume did. */
 export type ContinueResult<O = unknown> =
   /** Applied in this call: the run went on to this outcome (possibly paused again at another interrupt). */
   | { accepted: 'applied'; runId: string; outcome: RunOutcome<O> }
-  /** Claimed; a worker applies it (the run was busy, or goes on in the background): `wait(runId)`. */
-  | { accepted: 'deferred'; runId: string; reason: 'busy' | 'background' }
-  /** Kept until `expiresAt` for a run that has not reached the interrupt (or a correlation id not bound yet). */
-  | { accepted: 'queued'; runId?: string; correlationId?: string; expiresAt: number };
+  /**
+   * Claimed; a worker applies it (the run was busy, or goes on in the background): `wait(runId)`,
+   * or `{ wait: true }` for its next `outcome` here.
+   */
+  | { accepted: 'deferred'; runId: string; reason: 'busy' | 'background'; outcome?: RunOutcome<O> }
+  /**
+   * Kept until `expiresAt` for a run that has not reached the interrupt (or a correlation id not
+   * bound yet); with `{ wait: true }` and a run, its next `outcome`.
+   */
+  | { accepted: 'queued'; runId?: string; correlationId?: string; expiresAt: number; outcome?: RunOutcome<O> };
 
 /** An interrupt of a reactor, found by its path. */
 interface Target {
@@ -130,7 +145,7 @@ export class Resumes {
     if (options.ifNotReached === 'refuse') throw new UnknownCorrelationIdError(def.name, correlationId);
     // A mailed payload is always a valid one: invalid ones are refused before anything is kept.
     await this.validate(target, payload, { reactor: def.name, path: target.path });
-    const claim: ResumeClaim = { kind: 'payload', payload, at: now };
+    const claim: ResumeClaim = { kind: 'payload', payload: withoutUndefinedProperties(payload), at: now };
     const mailed = await store.mailResume(def.name, correlationId, target.path, claim, {
       now,
       ttlMs: this.parts.earlyResumeTtlMs,
@@ -286,6 +301,7 @@ export class Resumes {
         stepName,
         reply.attempts,
         left,
+        runId,
       );
     }
     const reached = state.status === 'paused' && record !== undefined;
@@ -296,7 +312,7 @@ export class Resumes {
     const reply = await store.claim(
       runId,
       path,
-      { kind: 'payload', payload, at: now },
+      { kind: 'payload', payload: withoutUndefinedProperties(payload), at: now },
       { ...this.claimOptions(now), ...(reached ? {} : { expiresAt }) },
     );
     if (!reply.won) {

@@ -33,6 +33,8 @@ export class PayloadValidationError extends InputValidationError {
     readonly attempts: number,
     /** Attempts left before the run fails (`Infinity` when unlimited). */
     readonly attemptsLeft: number,
+    /** The run the payload was for (absent when no run was found for it yet). */
+    readonly runId?: string,
   ) {
     super(message, fieldErrors, reactorName, stepName, 'PAYLOAD_INVALID');
   }
@@ -43,7 +45,11 @@ export class PayloadValidationError extends InputValidationError {
   }
 
   override toJSON() {
-    return { ...super.toJSON(), attempts: this.attempts };
+    return {
+      ...super.toJSON(),
+      attempts: this.attempts,
+      ...(this.runId !== undefined ? { runId: this.runId } : {}),
+    };
   }
 }
 

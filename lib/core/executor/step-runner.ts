@@ -342,9 +342,12 @@ export function stepFailed(
   const message = described.message;
   const failure = runFailure({
     message:
-      attempts > 0
-        ? `Reactor '${def.name}' step '${step.name}' failed after ${attempts} attempt${attempts === 1 ? '' : 's'}: ${message}`
-        : `Reactor '${def.name}' step '${step.name}' failed: ${message}`,
+      // An interrupt's attempts are its payloads: its error says how many were tried.
+      step.handler.kind === 'interrupt'
+        ? `Reactor '${def.name}' interrupt '${step.name}' failed: ${message}`
+        : attempts > 0
+          ? `Reactor '${def.name}' step '${step.name}' failed after ${attempts} attempt${attempts === 1 ? '' : 's'}: ${message}`
+          : `Reactor '${def.name}' step '${step.name}' failed: ${message}`,
     code: error instanceof ReactorError ? error.code : 'STEP_FAILED',
     reactorName: def.name,
     stepName: step.name,

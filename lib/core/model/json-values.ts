@@ -50,3 +50,37 @@ export function jsonProblem(value: unknown, path = '', depth = 0): string | unde
   }
   return undefined;
 }
+
+/** Whether `value` holds an `undefined` property in a plain object or array, at any depth. */
+function holdsUndefined(value: unknown, depth: number): boolean {
+  if (value === null || typeof value !== 'object' || depth > MAX_DEPTH) return false;
+  if (Array.isArray(value)) return value.some((v) => holdsUndefined(v, depth + 1));
+  if (!isPlainObject(value)) return false;
+  for (const key of Object.keys(value)) {
+    const item = (value as Record<string, unknown>)[key];
+    if (item === undefined || holdsUndefined(item, depth + 1)) return true;
+  }
+  return false;
+}
+
+function isPlainObject(value: object): boolean {
+  const proto: unknown = Object.getPrototypeOf(value);
+  return proto === Object.prototype || proto === null;
+}
+
+/**
+ * `value` without the `undefined` properties of its plain objects, at any depth, as JSON stores it:
+ * a step then gets the same value in the caller and in a worker that read it back (where JSON has
+ * left such keys out). Copies only what holds one (the common case is a scan, not a copy); class
+ * instances and `undefined` array elements are left as they are (the latter are refused on store).
+ */
+export function withoutUndefinedProperties<T>(value: T, depth = 0): T {
+  if (!holdsUndefined(value, depth)) return value;
+  if (Array.isArray(value)) return value.map((v: unknown) => withoutUndefinedProperties(v, depth + 1)) as T;
+  const out: Record<string, unknown> = {};
+  for (const key of Object.keys(value as object)) {
+    const item = (value as Record<string, unknown>)[key];
+    if (item !== undefined) out[key] = withoutUndefinedProperties(item, depth + 1);
+  }
+  return out as T;
+}

@@ -17,6 +17,7 @@ import { ReactorError } from '../errors/reactor.error';
 import { interruptPath, type InterruptRecord } from '../model/interrupt';
 import { Failure, isStepOutcome, Success, type StepOutcome } from '../results/step-outcome';
 import { isStepSignal } from '../results/step-signal';
+import { describeFieldErrors } from '../validation/validate';
 import { Suspended } from '../results/suspension';
 import type { StepKind, StepOf, StepScope } from './step-kind';
 
@@ -129,12 +130,14 @@ async function settle(
     case 'rejected':
       return new Failure(
         new PayloadValidationError(
-          `Reactor '${scope.def.name}' interrupt '${record.path}': the payload was invalid ${claim.attempts} time(s), the last allowed.`,
+          `${claim.attempts} payload${claim.attempts === 1 ? ' was' : 's were'} tried and ${claim.attempts === 1 ? 'it was' : 'each was'} invalid ` +
+            `(maxAttempts ${step.handler.interrupt.maxAttempts || claim.attempts}); the last one: ${describeFieldErrors(claim.fieldErrors)}`,
           claim.fieldErrors,
           scope.def.name,
           step.name,
           claim.attempts,
           0,
+          scope.owner.runId,
         ),
         { retryable: false },
       );
@@ -160,5 +163,8 @@ async function settle(
 }
 
 function contextOf(scope: StepScope, step: StepOf<InterruptSpecOf>, args: Record<string, unknown>): InterruptContext {
-  return { ...scope.context(step), args };
+  const { inputs, results, completed } = scope.state;
+  const finished: Record<string, unknown> = {};
+  for (const name of completed) finished[name] = results[name];
+  return { ...scope.context(step), args, inputs: { ...inputs }, results: finished };
 }
