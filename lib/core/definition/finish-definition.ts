@@ -234,7 +234,10 @@ function autoWire(
   if (!contract || contract.kind === 'value') return args;
   const props =
     contract.kind === 'dto'
-      ? contractProperties(contract.dto)
+      ? contractProperties(contract.dto).map((c) => ({
+          ...c,
+          optional: c.optional || c.name in (contract.defaults ?? {}),
+        }))
       : contract.fields.map((f) => ({ name: f.name, optional: f.optional }));
   if (props.length === 0) return args;
   const declared = new Set(props.map((c) => c.name));
@@ -254,7 +257,7 @@ function autoWire(
     }
     fail(
       `step '${p.name}' requires input '${prop.name}' (contract ${contract.name}) but nothing wires it. ` +
-        `Pass it in the step's args, declare a reactor input named '${prop.name}', or mark it ${contract.kind === 'dto' ? '@IsOptional()' : 'optional: true'}`,
+        `Pass it in the step's args, declare a reactor input named '${prop.name}', or mark it ${contract.kind === 'dto' ? '@IsOptional() or give the property an initial value (its default)' : 'optional: true'}`,
       p.name,
     );
   }

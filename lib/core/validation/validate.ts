@@ -1,9 +1,10 @@
 import { plainToInstance } from 'class-transformer';
 import { validate, type ValidationError } from 'class-validator';
-import type { StepContract } from '../definition/contract-spec';
+import type { ContractRule, ContractRuleResult, ContractViolation, StepContract } from '../definition/contract-spec';
 import type { InputDefinition } from '../definition/input-spec';
 import type { DtoClass } from '../definition/step';
 import type { FieldErrors } from '../errors/input-validation.error';
+import { withoutUndefinedProperties } from '../model/json-values';
 import { checkConstraints, checkType } from './check-value';
 
 /** Validate a value against a class-validator DTO; returns field errors keyed by dotted path. */
@@ -42,7 +43,8 @@ export async function validateReactorInputs(
   if (raw !== undefined && (raw === null || typeof raw !== 'object' || Array.isArray(raw))) {
     return { inputs, errors: { '(inputs)': ['must be an object of named inputs'] } };
   }
-  const given = withoutProtoKeys(raw ?? {}) as Record<string, unknown>;
+  // `undefined` properties are left out at any depth, as a worker reading the stored run sees them.
+  const given = withoutUndefinedProperties(withoutProtoKeys(raw ?? {})) as Record<string, unknown>;
   for (const key of Object.keys(given)) {
     if (!defs.some((d) => d.name === key)) inputs[key] = given[key];
   }
@@ -74,10 +76,19 @@ async function validateValue(def: InputDefinition, value: unknown, path: string)
 }
 
 /**
- * A step's arguments with its input contract's defaults: each short-form field with a default
- * gets it when its argument is missing, `undefined` or `null` (as a reactor input does).
+ * A step's arguments with its input contract's defaults: each short-form field with a default, and
+ * each property a DTO contract's initialisers give a value (`note = 'n/a'`), gets it when its
+ * argument is missing, `undefined` or `null` (as a reactor input does).
  */
 export function applyContractDefaults(contract: StepContract, args: Record<string, unknown>): Record<string, unknown> {
+  if (contract.kind === 'dto') {
+    if (!contract.defaults) return args;
+    const out = { ...args };
+    for (const [name, value] of Object.entries(contract.defaults)) {
+      if (out[name] === undefined || out[name] === null) out[name] = structuredClone(value);
+    }
+    return out;
+  }
   if (contract.kind !== 'fields' || !contract.fields.some((f) => f.hasDefault)) return args;
   const out = { ...args };
   for (const field of contract.fields) {
@@ -99,7 +110,34 @@ export async function validateContract(contract: StepContract, value: unknown): 
   }
   if (value === null || typeof value !== 'object' || Array.isArray(value)) return { '(value)': ['must be an object'] };
   const { errors } = await validateReactorInputs(contract.fields, value);
-  return errors;
+  if (Object.keys(errors).length > 0 || !contract.rule) return errors;
+  return ruleErrors(contract.rule, value as Record<string, unknown>);
+}
+
+/**
+ * Field errors of a contract's cross-field rule: each violation under its `field` (a message alone,
+ * or a violation without a field, under `(value)`). A rule that throws is a violation saying so.
+ */
+async function ruleErrors(rule: ContractRule, value: Record<string, unknown>): Promise<FieldErrors> {
+  let result: ContractRuleResult;
+  try {
+    result = await rule(value);
+  } catch (error) {
+    return { '(value)': [`validate threw: ${(error as Error)?.message ?? String(error)}`] };
+  }
+  if (result === undefined || result === null || result === true) return {};
+  const out: FieldErrors = {};
+  const add = (field: string, message: string) => (out[field] ??= []).push(message);
+  const items = Array.isArray(result) ? (result as ReadonlyArray<string | ContractViolation>) : [result];
+  for (const item of items) {
+    if (typeof item === 'string') add('(value)', item);
+    else if (item === false) add('(value)', 'is invalid (validate returned false)');
+    else if (typeof item === 'object' && item !== null && typeof (item as ContractViolation).message === 'string') {
+      const { field, message } = item as ContractViolation;
+      add(typeof field === 'string' && field.length > 0 ? field : '(value)', message);
+    } else add('(value)', `is invalid (validate returned ${typeof item}; return a message or { field, message })`);
+  }
+  return out;
 }
 
 const PROTO = '__proto__';
