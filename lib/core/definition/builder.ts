@@ -137,6 +137,21 @@ export class ReactorBuilder<I> {
   }
 
   /**
+   * A ref to the result of step `name`, declared before or after this call (a forward reference):
+   * `r.result<Charge>('charge')`. Reading it makes the step depend on `name`, as the ref `r.step`
+   * returns does; the type is the caller's word (`T`), not checked. An unknown name (or a cycle)
+   * fails the definition naming the closest steps.
+   */
+  result<T = unknown>(name: string): Ref<T> {
+    if (typeof name !== 'string' || name.length === 0) {
+      this.fail(
+        `r.result() needs the name of a step (a non-empty string), got ${typeof name === 'string' ? "''" : typeof name}`,
+      );
+    }
+    return new Ref({ kind: 'result', step: name, ops: [] });
+  }
+
+  /**
    * Add a step. `handler` is a step class (resolved through DI in Nest), a handler object with
    * `run`/`compensate`/`undo`, or an inline `run` function. `args` maps each of the handler's
    * arguments to a ref of the same type. Returns a ref to the step's result.

@@ -38,6 +38,7 @@ import { UnstorableValueError } from '../errors/unstorable-value.error';
 import { ReadySteps } from '../graph/dependency-graph';
 import { errorMessage, type RollbackFailure } from '../model/failure';
 import { isTerminal, type RunState } from '../model/run-state';
+import { withoutUndefinedProperties } from '../model/json-values';
 import { outcomeOf, type RunOutcome } from '../results/run-outcome';
 import { RollbackSuspended } from '../results/suspension';
 import type { NestedExecution } from '../map/map-host';
@@ -458,6 +459,8 @@ export class RunExecution extends RunScope implements NestedExecution {
         case 'success':
         case 'skipped': {
           const name = settled.step.name;
+          // Stored as JSON keeps it: readers here get what a worker reading it back gets.
+          settled.value = withoutUndefinedProperties(settled.value);
           last = settled;
           state.results[name] = settled.value;
           state.completed.push(name);

@@ -16,6 +16,7 @@ import type { NestedExecution } from '../map/map-host';
 import type { AsyncUnitHost, ChildSaving, InterruptHost, StepScope } from '../steps/step-kind';
 import { stepKindOf } from '../steps';
 import { isTerminal } from '../model/run-state';
+import { withoutUndefinedProperties } from '../model/json-values';
 import type { ExecutionEnv, Saver } from './execution-env';
 import { ExecutionStopped, NEVER_ABORTED, type OpenSignal } from './execution-abort';
 import type { StepAbortedError, StepAbortSite } from '../errors/step-aborted.error';
@@ -180,7 +181,9 @@ export abstract class RunScope implements StepScope {
   resolveArgs(step: StepDefinition): Record<string, unknown> {
     const out: Record<string, unknown> = {};
     for (const [key, source] of Object.entries(step.args)) out[key] = this.resolveSource(source);
-    return out;
+    // As a worker would read them back: no `undefined` properties (an argument that resolved to
+    // `undefined` is absent), so a step and its undo get the same arguments in every process.
+    return withoutUndefinedProperties(out);
   }
 
   resolveSource(source: ArgSource, element?: unknown): unknown {
