@@ -15,7 +15,7 @@ import { Reactor } from '../../lib/nest/reactor.decorator';
 import { RecordingMiddleware } from '../../lib/testing';
 import { reactorMatchers } from '../../lib/testing/jest';
 import { cleanupPrefix, createTestRedis, uniquePrefix } from '../setup/redis';
-import { createRedisApp, pollUntil, quitAndWait } from './e2e.fixtures';
+import { createRedisApp, quitAndWait } from './e2e.fixtures';
 
 expect.extend(reactorMatchers);
 
