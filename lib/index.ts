@@ -80,7 +80,14 @@ export type { InputOptions, InputSpec, InputType } from './core';
  * Step contracts: a DTO class, a record of short forms (`{ amount: { type: 'number', min: 1 } }`),
  * or, for an output, one short form for a scalar value (`{ type: 'number', min: 0 }`).
  */
-export type { InputContract, OutputContract, ContractFields } from './core';
+export type {
+  InputContract,
+  OutputContract,
+  ContractFields,
+  ContractRule,
+  ContractRuleResult,
+  ContractViolation,
+} from './core';
 export type { RetryOptions } from './core';
 export type { InterruptOptions, InterruptContext } from './core';
 export type {
