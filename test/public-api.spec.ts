@@ -29,6 +29,8 @@ describe('public API', () => {
       'ReactorQueues',
       'StepAbortedError',
       'isStepAborted',
+      'OnReactorEvent',
+      'withDelivery',
     ]) {
       expect(api).toHaveProperty(name);
     }
@@ -56,6 +58,7 @@ describe('public API', () => {
       'TestClock',
       'createTestEngine',
       'reactorMatchers',
+      'validateReactors',
     ]);
     expect(Object.keys(health).sort()).toEqual(['ReactorHealthIndicator', 'ReactorHealthModule']);
     expect(Object.keys(dashboard).sort()).toEqual(['DASHBOARD_ACTION_HEADER', 'ReactorDashboardModule']);
