@@ -249,13 +249,14 @@ describe('the published package', () => {
         writeFileSync(
           join(app, 'src', 'consumer.ts'),
           "import { ReactorModule } from 'nest-reactor';\n" +
-            "import { FakeClock, ReactorTestingKit, ReactorTestingModule, TestClock, reactorMatchers } from 'nest-reactor/testing';\n" +
+            "import { FakeClock, ReactorTestingKit, ReactorTestingModule, TestClock, reactorMatchers, validateReactors } from 'nest-reactor/testing';\n" +
             'export const clock: FakeClock = new FakeClock();\n' +
             'export const testClock: TestClock = new TestClock();\n' +
             'export const module = ReactorModule;\n' +
             'export const testing = ReactorTestingModule.forRoot({ clock: testClock });\n' +
             'export type Kit = ReactorTestingKit;\n' +
-            'export const matchers = Object.keys(reactorMatchers);\n',
+            'export const matchers = Object.keys(reactorMatchers);\n' +
+            'export const validate: (m: typeof ReactorModule) => Promise<{ reactors: string[] }> = validateReactors;\n',
         );
         writeFileSync(join(app, 'tsconfig.json'), tsconfig(module, moduleResolution, 'dist', ['src']));
         compile(app);
@@ -291,6 +292,7 @@ describe('the published package', () => {
             "  expect(outcome).toHaveRolledBack(['charge', 'reserve']);\n" +
             "  expect(outcome).toHaveRetried('charge', 2);\n" +
             "  expect(outcome).not.toHaveValidationErrorOn('order.totalCents', /positive/);\n" +
+            "  expect(outcome).toHaveRollbackFailure('reserve', { kind: 'undo', reason: 'raised', message: /down/ });\n" +
             '}\n',
         );
         writeFileSync(join(app, 'tsconfig.json'), tsconfig(module, moduleResolution, 'dist', ['src']));
@@ -620,6 +622,7 @@ describe('the published package', () => {
           '    const outcome = await kit.client.run(CheckoutReactor, { order });\n' +
           "    expect(outcome).toHaveFailedAt('ship');\n" +
           "    expect(outcome).toHaveRolledBack(['charge', 'reserve']);\n" +
+          "    expect(outcome).not.toHaveRollbackFailure('charge', { kind: 'undo' });\n" +
           '  });\n\n' +
           "  it('completes with a mocked shipment', async () => {\n" +
           "    kit.mockStep(CreateShipment, { run: async () => success({ trackingId: 'trk_mock' }) });\n" +
