@@ -80,6 +80,42 @@ describe('idempotency keys of runs that never started', () => {
   });
 });
 
+describe('idempotency keys of runs refused by their coordination', () => {
+  it('a run refused to the caller because its lock is taken does not keep its key', async () => {
+    const { engine, storage } = createHarness();
+    const gate = deferred();
+    const log: string[] = [];
+    const def = defineReactor(
+      'ctl-locked',
+      (r: ReactorBuilder<{ account: string }>) =>
+        r.step(
+          'work',
+          async ({ account }: { account: string }) => {
+            log.push(`work:${account}`);
+            await gate.promise;
+            return success(`done ${account}`);
+          },
+          { account: r.input('account', { type: 'string' }) },
+        ),
+      { lock: { key: (i: Record<string, unknown>) => `account:${String(i.account)}` } },
+    );
+    engine.register(def);
+    const first = engine.run(def, { account: 'a' });
+    const refused = await engine
+      .run(def, { account: 'a' }, { runId: 'refused-run', idempotencyKey: 'pay-a' })
+      .catch((e: unknown) => e);
+    expect(refused).toMatchObject({ code: 'LOCK_CONTENDED' });
+    await expect(storage.load('refused-run')).resolves.toBeUndefined();
+    gate.resolve();
+    await first;
+    // The key was given back: a new run under a new id, not the id of the run that never was.
+    const next = await engine.run(def, { account: 'a' }, { idempotencyKey: 'pay-a' });
+    expect(next).toMatchObject({ status: 'completed', value: 'done a' });
+    expect(next.runId).not.toBe('refused-run');
+    expect(next.replayed).toBeUndefined();
+  });
+});
+
 describe('cancel during a rollback', () => {
   it('is refused as undo is ("in progress"), and stores no cancel request', async () => {
     const { engine, storage } = createHarness();
