@@ -1,4 +1,4 @@
-import { Module, type DynamicModule, type Provider, type Type } from '@nestjs/common';
+import { Logger, Module, type DynamicModule, type Provider, type Type } from '@nestjs/common';
 import { DiscoveryService, ModulesContainer, NestFactory } from '@nestjs/core';
 import { DefinitionError, ReactorEngine, getReactorMetadata, systemClock, type RateLimits } from '../core';
 import { REACTOR_OPTIONS, type ReactorRuntime, type ResolvedReactorModuleOptions } from '../config';
@@ -96,9 +96,15 @@ export async function validateReactors(
   const requireReactorModule = options.requireReactorModule ?? !isList;
 
   let context;
+  // NOTE: `logger: false` replaces Nest's global logger (Logger.overrideLogger), and nothing puts it
+  // back when the context closes: the app's own logger is restored here, so the check stays silent
+  // and leaves the rest of the test file's logging as it was.
+  const logging = Logger as unknown as { staticInstanceRef?: unknown };
+  const appLogger = logging.staticInstanceRef;
   try {
     context = await NestFactory.createApplicationContext(root, { preview: true, abortOnError: false, logger: false });
   } catch (error) {
+    logging.staticInstanceRef = appLogger;
     if (error instanceof DefinitionError) throw error;
     const wrapped = new Error(MESSAGES.resolveFailed(name, error));
     wrapped.cause = error;
@@ -139,6 +145,7 @@ export async function validateReactors(
     return { reactors, steps: registry.stepNames().sort(), optionsChecked: moduleOptions !== undefined };
   } finally {
     await context.close().catch(() => undefined);
+    logging.staticInstanceRef = appLogger;
   }
 }
 

@@ -1,9 +1,11 @@
 import { execFile } from 'node:child_process';
+import { Logger } from '@nestjs/common';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { ConfigurationError, DefinitionError } from '../../lib';
 import { validateReactors } from '../../lib/testing';
 import { AppModule as SampleAppModule } from '../../sample/app.module';
+import { CapturingLogger } from '../nest/fixtures';
 import {
   AsyncOptionsAppModule,
   ChildReactor,
@@ -85,6 +87,22 @@ describe('validateReactors', () => {
       validateReactors([Ledger, RecordStep, NotifyStep, ChildReactor, ParentReactor]),
     ).resolves.toMatchObject({ reactors: ['vr-child', 'vr-parent'], optionsChecked: false });
     await expect(validateReactors([Ledger, NotifyStep, ChildReactor, ParentReactor])).rejects.toThrow(/RecordStep/);
+  });
+
+  it("leaves Nest's global logger as it was (the check itself logs nothing)", async () => {
+    const logging = Logger as unknown as { staticInstanceRef?: unknown };
+    const before = logging.staticInstanceRef;
+    const mine = new CapturingLogger();
+    Logger.overrideLogger(mine);
+    try {
+      await validateReactors(GoodAppModule);
+      await validateReactors(TypoAppModule).catch(() => undefined);
+      await validateReactors(MissingDependencyAppModule).catch(() => undefined);
+      expect(logging.staticInstanceRef).toBe(mine);
+      expect(mine.entries).toEqual([]);
+    } finally {
+      logging.staticInstanceRef = before;
+    }
   });
 
   it('refuses a check that found nothing, and a target that is no module', async () => {
