@@ -141,6 +141,9 @@ export class ReactorClient {
    * - `applied`: the run went on here, to `outcome` (`paused` again if it waits at another interrupt);
    * - `deferred`: it goes on in a worker (it was busy, or `execute: 'background'`): `wait(runId)`;
    * - `queued`: the run has not reached the interrupt yet; it gets the payload when it does.
+   *
+   * `{ wait: true, timeoutMs? }`: a `deferred` (or `queued`) answer resolves once the run has its
+   * next outcome, carried as `outcome`. An invalid payload's error carries the run's `runId`.
    */
   async continue<O = unknown>(
     runId: string,

@@ -180,10 +180,17 @@ export abstract class RunScope implements StepScope {
 
   resolveArgs(step: StepDefinition): Record<string, unknown> {
     const out: Record<string, unknown> = {};
-    for (const [key, source] of Object.entries(step.args)) out[key] = this.resolveSource(source);
     // As a worker would read them back: no `undefined` properties (an argument that resolved to
     // `undefined` is absent), so a step and its undo get the same arguments in every process.
-    return withoutUndefinedProperties(out);
+    // Inputs and results lost theirs when they entered the run: only a constant or a transform's
+    // value is new, and only that is scanned.
+    for (const [key, source] of Object.entries(step.args)) {
+      const value = this.resolveSource(source);
+      if (value === undefined) continue;
+      const fresh = source.kind === 'value' || source.ops.some((op) => 'transform' in op);
+      out[key] = fresh ? withoutUndefinedProperties(value) : value;
+    }
+    return out;
   }
 
   resolveSource(source: ArgSource, element?: unknown): unknown {
