@@ -156,6 +156,10 @@ async function stepContended(
   }
   const delayMs = Math.max(1, Math.min(error.retryAfterMs, 5_000));
   scope.trace({ type: 'retry', step: step.name, delayMs, detail: error.message });
+  span.event(ReactorTraceEvents.SNOOZE, {
+    [ReactorTraceAttributes.RETRY_DELAY_MS]: delayMs,
+    [ReactorTraceAttributes.ERROR_MESSAGE]: error.message,
+  });
   await scope.emitStep(step, { type: 'step.snooze', key: error.key, code: error.code, delayMs, snoozes: waited });
   if (env.enqueueResume) {
     state.retryAt = { ...state.retryAt, [step.name]: env.clock.now() + delayMs };

@@ -62,7 +62,7 @@ export const ReactorTraceAttributes = {
   RESUMED: 'reactor.resumed',
   /** Run spans: `caller` (the process that called run) or `worker` (a job). */
   MODE: 'reactor.mode',
-  /** Retry events: the backoff before the next attempt. */
+  /** Retry and snooze events: the wait before the next attempt. */
   RETRY_DELAY_MS: 'reactor.retry.delay_ms',
   /** Failure events (`*.fail`, retry): the error's message. */
   ERROR_MESSAGE: 'reactor.error.message',
@@ -93,6 +93,8 @@ export const ReactorTraceAttributes = {
 /** Names of the events on the engine's spans. */
 export const ReactorTraceEvents = {
   RETRY: 'reactor.step.retry',
+  /** The step's own lock or semaphore is held elsewhere: it did not start and is tried again later. */
+  SNOOZE: 'reactor.step.snooze',
   COMPENSATION_START: 'reactor.compensation.start',
   COMPENSATION_COMPLETE: 'reactor.compensation.complete',
   COMPENSATION_FAIL: 'reactor.compensation.fail',
