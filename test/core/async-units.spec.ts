@@ -249,6 +249,43 @@ describe('async units', () => {
     expect(await storage.load(`${outcome.runId}/post`)).toBeUndefined();
   });
 
+  it('background { after: unit } hands the run off once the unit is dispatched, not when it ends', async () => {
+    const where: string[] = [];
+    const { engine, dispatcher } = createHarness();
+    const gate = deferred();
+    const def = defineReactor(
+      'async-after-unit',
+      (r: ReactorBuilder<{ n: number }>) => {
+        const unit = r.asyncStep('unit', async () => (await gate.promise, success(1)), {});
+        return r.step(
+          'next',
+          () => (where.push('next'), success('n')),
+          {},
+          {
+            waitFor: [unit],
+          },
+        );
+      },
+      { background: { after: 'unit' } },
+    );
+    engine.register(def);
+    const outcome = await engine.run(def, { n: 1 });
+    expect(outcome.status).toBe('dispatched');
+    expect(where).toEqual([]);
+    // The worker runs the rest while the unit is still held: nobody reads it.
+    expect(await engine.wait(outcome.runId, { timeoutMs: 60_000 })).toMatchObject({ status: 'completed', value: 'n' });
+    const view = await engine.get(outcome.runId);
+    expect(view?.trace.filter((e) => e.type === 'handoff').map((e) => [e.step, e.detail])).toEqual([
+      ['unit', `async unit ${outcome.runId}/unit`],
+      ['unit', 'after'],
+    ]);
+    expect(view?.asyncUnits.unit.status).toMatch(/^(pending|running)$/);
+    gate.resolve();
+    await dispatcher.idle();
+    expect((await engine.get(outcome.runId))?.asyncUnits.unit).toMatchObject({ status: 'completed', value: 1 });
+    expect(where).toEqual(['next']);
+  });
+
   it("a reader gets the unit's Failure and decides: failing rolls back the run's own steps, not the unit", async () => {
     const log: string[] = [];
     const { engine, dispatcher } = createHarness();
