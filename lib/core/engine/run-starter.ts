@@ -181,18 +181,25 @@ export class RunStarter {
   /**
    * Give back the idempotency key this call bound to `runId`, for a run that never started, so the
    * next call with the key runs instead of replaying a run that never was. A key bound to another
-   * run, or to a run that exists under a given `runId`, is left alone.
+   * run, or to a run that exists under a given `runId`, is left alone. Never throws: a key that
+   * could not be given back stays bound until its window ends (logged).
    */
   private async unbind(def: ReactorDefinition, runId: string, options: RunOptions, thrown?: unknown): Promise<void> {
     const key = options.idempotencyKey;
-    const { storage } = this.parts;
+    const { storage, logger } = this.parts;
     if (key === undefined || !storage.releaseIdempotencyKey) return;
-    // With a given run id an earlier call may have bound the key to it for a run that exists.
-    if (thrown !== undefined && options.runId !== undefined) {
-      const existing = await storage.load(runId).catch(() => undefined);
-      if (existing?.reactorName === def.name) return;
+    try {
+      // With a given run id an earlier call may have bound the key to it for a run that exists.
+      if (thrown !== undefined && options.runId !== undefined) {
+        const existing = await storage.load(runId).catch(() => undefined);
+        if (existing?.reactorName === def.name) return;
+      }
+      await storage.releaseIdempotencyKey(def.name, key, runId);
+    } catch (error) {
+      logger.warn(
+        `Reactor '${def.name}': could not give back idempotency key '${key}' of run '${runId}', which never started: ${errorMessage(error)}. It stays bound until idempotencyWindowMs ends.`,
+      );
     }
-    await storage.releaseIdempotencyKey(def.name, key, runId);
   }
 
   private async prepareRun<I>(
