@@ -116,6 +116,26 @@ describe('idempotency keys of runs refused by their coordination', () => {
   });
 });
 
+describe('the only payload of an interrupt with maxAttempts 1', () => {
+  it('fails the run saying so once', async () => {
+    const { engine } = createHarness();
+    const def = approval([]);
+    engine.register(def);
+    const paused = await engine.run(def, { orderId: 'o-1', tenant: 'acme' });
+    await expect(engine.continue(paused.runId, 'approve', { approved: true })).rejects.toMatchObject({
+      runId: paused.runId,
+      runFailed: true,
+    });
+    expect(await engine.wait(paused.runId)).toMatchObject({
+      status: 'failed',
+      failure: {
+        message:
+          "Reactor 'ctl-approval' interrupt 'approve' failed: 1 payload was tried and it was invalid (maxAttempts 1): by is missing",
+      },
+    });
+  });
+});
+
 describe('cancel during a rollback', () => {
   it('is refused as undo is ("in progress"), and stores no cancel request', async () => {
     const { engine, storage } = createHarness();

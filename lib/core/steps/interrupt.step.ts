@@ -131,7 +131,7 @@ async function settle(
       return new Failure(
         new PayloadValidationError(
           `${claim.attempts} payload${claim.attempts === 1 ? ' was' : 's were'} tried and ${claim.attempts === 1 ? 'it was' : 'each was'} invalid ` +
-            `(maxAttempts ${step.handler.interrupt.maxAttempts || claim.attempts}); the last one: ${describeFieldErrors(claim.fieldErrors)}`,
+            `(maxAttempts ${step.handler.interrupt.maxAttempts || claim.attempts})${claim.attempts === 1 ? ':' : '; the last one:'} ${describeFieldErrors(claim.fieldErrors)}`,
           claim.fieldErrors,
           scope.def.name,
           step.name,
