@@ -23,7 +23,8 @@
  *     - halt → `halted`, nothing rolled back;
  *     - hand-off or scheduled retry → save, enqueue a resume job, return `dispatched`;
  *     - wait → save with the lease released and no job: what it waits for resumes it;
- *     - all steps finished → resolve the returned ref, `completed`.
+ *     - all steps finished (async units nobody reads aside: they run on in their jobs) → resolve
+ *       the returned ref, `completed`.
  *  6. Emit `reactor.complete` or `reactor.fail`.
  *
  * The loop never asks which kind a step is: each kind (../steps/) invokes, compensates and undoes.
