@@ -52,10 +52,16 @@ describe('public API', () => {
     }
     expect(Object.keys(testing).sort()).toEqual([
       'FakeClock',
+      'MemoryCoordinationStore',
+      'MemoryInterruptStore',
+      'MemoryLockManager',
+      'MemoryMapStore',
+      'MemoryReactorStorage',
       'ReactorTestingKit',
       'ReactorTestingModule',
       'RecordingMiddleware',
       'TestClock',
+      'createMemoryAdapters',
       'createTestEngine',
       'reactorMatchers',
       'validateReactors',

@@ -37,7 +37,15 @@ interface MemoryMap {
   rollback?: { order: number[]; offset: number; outcomes: Map<number, RollbackFailure[]>; signalled: boolean };
 }
 
-/** The embedded runtime's {@link MapStore}: the reference semantics of the Redis one. */
+/**
+ * In-process {@link MapStore} for the embedded runtime and tests: the records of fan-out maps (their
+ * metadata, element inputs and results, dispatch window, rollback progress). It follows the same
+ * contract as `RedisMapStore` (both pass `test/conformance/map-store.conformance.ts`); element leases
+ * live in the given {@link MemoryLockManager} (the one the storage is fenced by). Not durable.
+ *
+ * @example
+ * const { storage, locks, maps } = createMemoryAdapters(clock);   // or new MemoryMapStore(locks)
+ */
 export class MemoryMapStore implements MapStore {
   private readonly maps = new Map<string, MemoryMap>();
   private readonly pendingInputs = new Map<string, Map<number, string>>();
