@@ -22,6 +22,9 @@ import type { Waiters } from './waiters';
 
 /** Resume jobs: a worker takes the run's lease, loads it, and executes it from its last checkpoint. */
 export class RunJobs {
+  /** Runs whose unknown reactor this process warned about (oldest first), so a new round is not announced again. */
+  private readonly warnedUnknown = new Set<string>();
+
   constructor(
     private readonly storage: ReactorStorage,
     private readonly clock: Clock,
@@ -137,23 +140,42 @@ export class RunJobs {
    * A run of a reactor this process does not know (a rolling deploy: an older worker took the
    * job): hand the job back, after a delay, for a worker that knows it, a bounded number of times;
    * then leave the run parked (the sweeper offers it again later). The record is never touched.
+   *
+   * Logged once per run, not once per hand-back: a warning at the first hand-back (the job's
+   * `deferrals` is 0), with how many hand-backs follow and what to do, and an error when the run is
+   * parked. A hand-back counted in the job is silent in any process; a sweeper's offer of a parked
+   * run starts a new round, whose first hand-back this process does not announce again (it
+   * remembers the last {@link UNKNOWN_REACTOR_MEMO} runs it warned about).
    */
   private async deferUnknown(job: ResumeJob, reactorName: string): Promise<void> {
     const deferrals = job.deferrals ?? 0;
-    if (deferrals >= this.unknownReactor.retries) {
+    const { retries, delayMs } = this.unknownReactor;
+    if (deferrals >= retries) {
       this.logger.error(
         `Run '${job.runId}' of reactor '${reactorName}' is parked: no worker that took its job knows the reactor ` +
-          `(${deferrals} tries). Deploy a worker that registers it; the sweeper offers the run again.`,
+          `(${deferrals} of ${retries} hand-backs, unknownReactorRetries). Deploy a worker that registers it; ` +
+          'the sweeper offers the run again.',
       );
       return;
     }
-    this.logger.warn(
-      `Run '${job.runId}': reactor '${reactorName}' is not registered in this process; its job goes back to the queue for a worker that knows it.`,
-    );
-    await this.dispatch.one(
-      { kind: 'resume', runId: job.runId, reactorName, deferrals: deferrals + 1 },
-      this.unknownReactor.delayMs,
-    );
+    if (deferrals === 0 && !this.warnedUnknown.has(job.runId)) {
+      this.rememberWarned(job.runId);
+      this.logger.warn(
+        `Run '${job.runId}': reactor '${reactorName}' is not registered in this process; its job goes back to the queue ` +
+          `for a worker that knows it, up to ${retries} time${retries === 1 ? '' : 's'} ${delayMs} ms apart ` +
+          '(unknownReactorRetries, unknownReactorDelayMs), then the run is parked. Finish the deploy of workers ' +
+          `that register '${reactorName}' (or check the name); the run's record is untouched. Logged once per run; ` +
+          'an error follows only if it is parked.',
+      );
+    }
+    await this.dispatch.one({ kind: 'resume', runId: job.runId, reactorName, deferrals: deferrals + 1 }, delayMs);
+  }
+
+  private rememberWarned(runId: string): void {
+    if (this.warnedUnknown.size >= UNKNOWN_REACTOR_MEMO) {
+      this.warnedUnknown.delete(this.warnedUnknown.values().next().value as string);
+    }
+    this.warnedUnknown.add(runId);
   }
 
   /**
@@ -192,6 +214,9 @@ export class RunJobs {
 function executedBefore(state: RunState): boolean {
   return state.trace.length > 0;
 }
+
+/** How many runs of unknown reactors a process remembers having warned about. */
+export const UNKNOWN_REACTOR_MEMO = 10_000;
 
 /** Options whose configuration errors fail a run for good (coordination keys and named limits). */
 const COORDINATION_OPTIONS = ['rateLimits', 'rateLimit', 'lock', 'semaphore', 'period', 'orderedLock'];
