@@ -1,5 +1,7 @@
 import { defineReactor, type ReactorBuilder } from '../../lib/core/definition/builder';
-import { Failure, failure, success } from '../../lib/core/results/step-outcome';
+import type { ReactorJob, ResumeJob } from '../../lib/core/ports/job-dispatcher.port';
+import { Failure, failure, Halt, halt, success } from '../../lib/core/results/step-outcome';
+import { AsyncUnitFailedError } from '../../lib/core/steps/async.step';
 import { describeReactor, stepStates } from '../../lib/dashboard/dashboard-dag';
 import { createHarness, deferred } from './harness';
 
@@ -424,5 +426,176 @@ describe('async units', () => {
     engine.register(defineReactor('loop-a', (r) => void r.asyncReactor('b', 'loop-b', {})));
     engine.register(defineReactor('loop-b', (r) => void r.asyncReactor('a', 'loop-a', {})));
     expect(() => engine.validate()).toThrow(/cycle: loop-a -> loop-b -> loop-a/);
+  });
+
+  describe('what callers see of a unit, and how its jobs and run id are marked', () => {
+    /** A reactor returning nothing whose reader reads a unit that succeeds, one that fails and one that halts. */
+    function threeUnits(received: Record<string, unknown>) {
+      return defineReactor('async-public', (r: ReactorBuilder<{ n: number }>) => {
+        const ok = r.asyncStep('ok', () => success({ a: 1 }), {});
+        const bad = r.asyncStep('bad', () => failure(new Error('boom')), {}, { retries: { maxAttempts: 1 } });
+        const stop = r.asyncStep('stop', () => halt('not today', { why: 'closed' }), {});
+        r.step('read', (args: Record<string, unknown>) => (Object.assign(received, args), success('read')), {
+          ok,
+          bad,
+          stop,
+        });
+      });
+    }
+
+    /** `results` or the value as callers must see them: the value, a Failure, a Halt; never `{ ok, ... }`. */
+    function expectPublic(entries: Record<string, unknown> | undefined): void {
+      expect(entries?.ok).toEqual({ a: 1 });
+      const bad = entries?.bad;
+      expect(bad).toBeInstanceOf(Failure);
+      expect((bad as Failure).error).toBeInstanceOf(AsyncUnitFailedError);
+      expect(((bad as Failure).error as AsyncUnitFailedError).failure).toMatchObject({
+        code: 'STEP_FAILED',
+        stepName: 'bad',
+        errorMessage: 'boom',
+      });
+      expect(entries?.stop).toBeInstanceOf(Halt);
+      expect(entries?.stop).toMatchObject({ reason: 'not today', details: { why: 'closed' } });
+    }
+
+    it("a unit's value in results and in the run's value is its value, a Failure or a Halt, as its reader gets it", async () => {
+      const received: Record<string, unknown> = {};
+      const { engine, dispatcher } = createHarness();
+      const def = threeUnits(received);
+      engine.register(def);
+      const outcome = await engine.run(def, { n: 1 });
+      await dispatcher.idle();
+      expect(outcome.status).toBe('completed');
+      if (outcome.status !== 'completed') return;
+      expectPublic(received);
+      expectPublic(outcome.results);
+      expectPublic(outcome.value as Record<string, unknown>);
+      const view = await engine.get(outcome.runId);
+      expectPublic(view?.results);
+      expectPublic(view?.value as Record<string, unknown>);
+      expectPublic(view?.outcome.results);
+      const waited = await engine.wait(outcome.runId);
+      expectPublic(waited.results);
+      expectPublic((waited as { value: Record<string, unknown> }).value);
+      // A value a step returned is left as it is, even with a key named like a unit.
+      expect(outcome.results.read).toBe('read');
+    });
+
+    it("every job of a unit carries unit: true (its dispatch, its delayed retries, the resume of a parent that is a unit); a run's own jobs do not", async () => {
+      const { engine, dispatcher } = createHarness();
+      const jobs: ReactorJob[] = [];
+      const dispatch = dispatcher.dispatch.bind(dispatcher);
+      jest
+        .spyOn(dispatcher, 'dispatch')
+        .mockImplementation((job, options) => (jobs.push({ ...job }), dispatch(job, options)));
+      let attempts = 0;
+      const inner = defineReactor('async-marked-child', (r: ReactorBuilder<{ n: number }>) => {
+        const deep = r.asyncStep(
+          'deep',
+          () => (++attempts < 2 ? failure(new Error('again')) : success(7)),
+          {},
+          {
+            retries: { maxAttempts: 2, baseDelayMs: 10 },
+          },
+        );
+        return r.step('twice', ({ v }: { v: number }) => success(v * 2), { v: deep });
+      });
+      engine.register(inner);
+      const def = defineReactor(
+        'async-marked',
+        (r: ReactorBuilder<{ n: number }>) => {
+          const audit = r.asyncReactor('audit', inner, { n: r.input('n', { type: 'number' }) });
+          return r.step('read', ({ v }: { v: number }) => success(v + 1), { v: audit });
+        },
+        { background: { all: true } },
+      );
+      engine.register(def);
+      const started = await engine.start(def, { n: 1 });
+      expect(await engine.wait(started.runId, { timeoutMs: 60_000 })).toMatchObject({ status: 'completed', value: 15 });
+      await dispatcher.idle();
+      const runId = started.runId;
+      const of = (id: string) => jobs.filter((j) => j.runId === id);
+      // The unit's dispatch and the resume its own unit's end queues; the unit of the unit's dispatch and retry.
+      expect(of(`${runId}/audit`).length).toBeGreaterThanOrEqual(2);
+      expect(of(`${runId}/audit/deep`).length).toBeGreaterThanOrEqual(2);
+      for (const job of [...of(`${runId}/audit`), ...of(`${runId}/audit/deep`)]) {
+        expect(job).toMatchObject({ kind: 'resume', unit: true });
+      }
+      expect(of(runId).length).toBeGreaterThanOrEqual(2);
+      for (const job of of(runId)) expect('unit' in job).toBe(false);
+    });
+
+    it('a unit job queued before the marker existed (no unit field) still runs the unit and resumes its parent', async () => {
+      const { engine, dispatcher } = createHarness();
+      const dispatch = dispatcher.dispatch.bind(dispatcher);
+      const seen: ReactorJob[] = [];
+      jest.spyOn(dispatcher, 'dispatch').mockImplementation((job, options) => {
+        const { unit: _unit, ...old } = job as ResumeJob;
+        seen.push(old);
+        return dispatch(old as ReactorJob, options);
+      });
+      const received: Record<string, unknown> = {};
+      const def = threeUnits(received);
+      engine.register(def);
+      const outcome = await engine.run(def, { n: 1 });
+      await dispatcher.idle();
+      expect(outcome.status).toBe('completed');
+      expect(seen.some((j) => j.runId === `${outcome.runId}/ok`)).toBe(true);
+      expectPublic(received);
+      expectPublic(outcome.results);
+    });
+
+    it('the client reaches a unit by its run id: get, wait and cancel; a cancelled unit is a Failure to its reader', async () => {
+      // The parent parks (polling on the fake clock) for as long as the test needs.
+      const { engine, dispatcher } = createHarness({ asyncParkTimeoutMs: 365 * 24 * 3600_000 });
+      const dispatch = dispatcher.dispatch.bind(dispatcher);
+      // The unit's first job is held back: the unit is stored and queued, but no process executes it.
+      let held: { job: ReactorJob; options: Parameters<typeof dispatch>[1] } | undefined;
+      const queued = deferred();
+      jest.spyOn(dispatcher, 'dispatch').mockImplementation((job, options) => {
+        if ((job as ResumeJob).unit && !held) {
+          held = { job, options };
+          queued.resolve();
+          return Promise.resolve('held' as Awaited<ReturnType<typeof dispatch>>);
+        }
+        return dispatch(job, options);
+      });
+      let got: unknown;
+      let ran = 0;
+      const def = defineReactor(
+        'async-cancel-unit',
+        (r: ReactorBuilder<{ n: number }>) => {
+          const score = r.asyncStep('score', () => (ran++, success(1)), {});
+          return r.step('read', ({ v }: { v: unknown }) => ((got = v), success('read')), { v: score });
+        },
+        { background: { all: true } },
+      );
+      engine.register(def);
+      const started = await engine.start(def, { n: 1 });
+      await queued.promise;
+      const unitRunId = `${started.runId}/score`;
+      expect(held?.job).toMatchObject({ runId: unitRunId, unit: true });
+      expect(await engine.get(unitRunId)).toMatchObject({
+        runId: unitRunId,
+        reactorName: 'async-cancel-unit::score',
+        status: 'pending',
+      });
+      const cancelled = await engine.cancel(unitRunId, 'not needed');
+      expect(cancelled).toMatchObject({ status: 'cancelled', reason: 'not needed' });
+      expect(await engine.wait(unitRunId)).toMatchObject({ status: 'cancelled' });
+      // Its parent was resumed by the cancel: its reader got the unit's Failure.
+      const outcome = await engine.wait(started.runId, { timeoutMs: 60_000 });
+      expect(outcome).toMatchObject({ status: 'completed', value: 'read' });
+      expect(got).toBeInstanceOf(Failure);
+      expect((got as Failure).error).toBeInstanceOf(AsyncUnitFailedError);
+      expect(((got as Failure).error as AsyncUnitFailedError).failure.message).toContain('was cancelled: not needed');
+      // The held job, delivered late, finds the unit finished and runs nothing.
+      await dispatch(held!.job, held!.options);
+      await dispatcher.idle();
+      expect(ran).toBe(0);
+      // A new run cannot take a unit-shaped id; a malformed one is refused everywhere.
+      await expect(engine.start(def, { n: 1 }, { runId: unitRunId })).rejects.toThrow(/must not contain/);
+      await expect(engine.get(`${started.runId}/`)).rejects.toThrow(/async unit's run id/);
+    });
   });
 });

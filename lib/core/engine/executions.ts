@@ -10,7 +10,7 @@ import type { ReactorJob } from '../ports/job-dispatcher.port';
 import type { Lease } from '../ports/lock-manager.port';
 import { outcomeOf, type RunOutcome } from '../results/run-outcome';
 import type { Coordination, HaltBeforeStart, Holding } from './coordination';
-import type { Dispatch } from './dispatch';
+import { resumeJobOf, type Dispatch } from './dispatch';
 import type { EngineParts } from './engine-options';
 import type { LeaseKeeper } from './lease-keeper';
 import type { DefinitionRegistry } from './registry';
@@ -108,9 +108,19 @@ export class Executions {
       checkpointMinIntervalMs: parts.checkpointMinIntervalMs,
       tracing: parts.tracing,
       enqueueResume: dispatch.available
-        ? (runId, reactorName, delayMs) => dispatch.resume(runId, reactorName, delayMs)
+        ? (runId, reactorName, delayMs, unit) => dispatch.resume(runId, reactorName, delayMs, unit)
         : undefined,
     };
+  }
+
+  /**
+   * An async unit's run that ended resumes the run that dispatched it (its readers wait for it),
+   * whether it ended in its own execution or was cancelled where no process executed it.
+   */
+  async resumeParent(state: RunState): Promise<void> {
+    const parent = state.asyncParent;
+    if (!parent || !this.dispatch.available) return;
+    await this.dispatch.resume(parent.runId, parent.reactorName, 0, parent.unit === true);
   }
 
   /**
@@ -257,9 +267,7 @@ export class Executions {
       if (outcome.status !== 'dispatched') this.waiters.notify(state.runId);
       if (outcome.status === 'paused') await this.afterPause?.(state);
       // An async unit that finished resumes the run that dispatched it (its readers wait for it).
-      if (state.asyncParent && isTerminal(state.status) && this.dispatch.available) {
-        await this.dispatch.resume(state.asyncParent.runId, state.asyncParent.reactorName, 0);
-      }
+      if (isTerminal(state.status)) await this.resumeParent(state);
       if (mode === 'worker' && outcome.status === 'failed') this.logFailure(outcome.failure, state.runId);
       return outcome.status === 'completed' ? this.view.outcome(state) : outcome;
     } catch (error) {
@@ -284,7 +292,7 @@ export class Executions {
         await this.leases.releaseQuietly(lease);
         // Stopped at shutdown with its lease given back here (not by a save that handed it off):
         // another worker resumes it now.
-        await this.handOff({ kind: 'resume', runId: state.runId, reactorName: state.reactorName }, abort);
+        await this.handOff(resumeJobOf(state), abort);
       }
       tracked.untrack();
     }

@@ -28,7 +28,7 @@ import { RunJobs } from './run-jobs';
 import { listRuns, type ListQuery, type RunList } from './run-list';
 import { RunStarter } from './run-starter';
 import { RunViewer, type RunView } from './run-view';
-import { checkRunId } from './run-id';
+import { checkRunId, checkStoredRunId } from './run-id';
 import { Waiters } from './waiters';
 import { tracingOf } from '../tracing/tracing';
 
@@ -239,7 +239,7 @@ export class ReactorEngine {
 
   /** The run with this id as shown to people, or undefined when there is none. */
   async get(runId: string): Promise<RunView | undefined> {
-    checkRunId(runId);
+    checkStoredRunId(runId);
     return guarded('get', async () => {
       const state = await this.storage.load(runId);
       return state ? await this.viewer.view(state) : undefined;
@@ -251,7 +251,7 @@ export class ReactorEngine {
    * dashboard); undefined when there is none.
    */
   async inspect(runId: string): Promise<{ view: RunView; state: RunState } | undefined> {
-    checkRunId(runId);
+    checkStoredRunId(runId);
     return guarded('get', async () => {
       const state = await this.storage.load(runId);
       return state ? { view: await this.viewer.view(state), state } : undefined;
@@ -266,7 +266,7 @@ export class ReactorEngine {
     runId: string,
     options: { timeoutMs?: number; pollMs?: number } = {},
   ): Promise<RunOutcome<O>> {
-    checkRunId(runId);
+    checkStoredRunId(runId);
     return guarded('wait', async () => this.viewer.outcome<O>(await this.waiters.until(runId, options)));
   }
 
@@ -288,7 +288,7 @@ export class ReactorEngine {
    * its process (wait for it).
    */
   async cancel(runId: string, reason = 'cancelled'): Promise<RunOutcome> {
-    checkRunId(runId);
+    checkStoredRunId(runId);
     return guarded('cancel', () => this.control.cancel(runId, reason));
   }
 

@@ -55,7 +55,7 @@ export class Recovery {
         // A paused run is offered again only when a resume or a due timeout waits to be applied.
         if (state.status === 'paused') {
           if (!(await this.resumes?.due(state))) continue;
-          await this.dispatch.recover(runId, state.reactorName);
+          await this.dispatch.recover(runId, state.reactorName, state.asyncParent !== undefined);
           recovered++;
           continue;
         }
@@ -63,7 +63,7 @@ export class Recovery {
         if (now - state.updatedAt < graceMs) continue;
         if (state.retryAt && Math.max(...Object.values(state.retryAt)) > now) continue;
         if (await this.waitingOnMap(state)) continue; // the map's last element (or the map sweep) resumes it
-        await this.dispatch.recover(runId, state.reactorName);
+        await this.dispatch.recover(runId, state.reactorName, state.asyncParent !== undefined);
         recovered++;
       } catch (error) {
         if (error instanceof CorruptRecordError) {

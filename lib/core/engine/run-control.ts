@@ -10,7 +10,7 @@ import { outcomeOf, type RunOutcome } from '../results/run-outcome';
 import type { EngineParts } from './engine-options';
 import type { Executions } from './executions';
 import type { LeaseKeeper } from './lease-keeper';
-import type { Dispatch } from './dispatch';
+import { resumeJobOf, type Dispatch } from './dispatch';
 import type { DefinitionRegistry } from './registry';
 import type { RunStarter } from './run-starter';
 import type { Waiters } from './waiters';
@@ -90,7 +90,7 @@ export class RunControl {
       releaseLease: true,
     });
     released();
-    await this.dispatch.resume(state.runId, state.reactorName);
+    await this.dispatch.resume(state.runId, state.reactorName, undefined, state.asyncParent !== undefined);
     return outcomeOf(state);
   }
 
@@ -173,7 +173,10 @@ export class RunControl {
         if (isTerminal(state.status) || state.status === 'rolling_back' || state.handoff?.mode === 'map') {
           return outcomeOf(state);
         }
-        return this.rollBackHere(state, lease, released, reason, false);
+        const outcome = await this.rollBackHere(state, lease, released, reason, false);
+        // An async unit cancelled here (no process executing it) resumes its parent now.
+        if (isTerminal(state.status)) await this.executions.resumeParent(state);
+        return outcome;
       },
     );
   }
@@ -233,10 +236,7 @@ export class RunControl {
         // rollback, if it got that far, is finished by another worker now).
         await this.leases.releaseQuietly(lease);
         onRelease();
-        await this.executions.handOff(
-          { kind: 'resume', runId: state.runId, reactorName: state.reactorName },
-          tracked.abort,
-        );
+        await this.executions.handOff(resumeJobOf(state), tracked.abort);
       }
       tracked.untrack();
     }

@@ -1,5 +1,5 @@
 import { InvalidRunIdError } from '../errors/run-state.error';
-import { runIdProblem } from '../model/keys';
+import { runIdProblem, storedRunIdProblem } from '../model/keys';
 
 /**
  * Refuse a run id that cannot name a run, with a coded error that says why (`where` names what
@@ -8,4 +8,13 @@ import { runIdProblem } from '../model/keys';
 export function checkRunId(runId: unknown, where?: string, hint?: string): asserts runId is string {
   const problem = runIdProblem(runId);
   if (problem) throw new InvalidRunIdError(runId, problem, where, hint);
+}
+
+/**
+ * Refuse an id that cannot name a stored run `get`, `wait` or `cancel` may reach: a run's, or an
+ * async unit's (`<runId>/<step>`, see `storedRunIdProblem`).
+ */
+export function checkStoredRunId(runId: unknown): asserts runId is string {
+  const problem = storedRunIdProblem(runId);
+  if (problem) throw new InvalidRunIdError(runId, problem);
 }

@@ -13,7 +13,7 @@ import type { ClaimResult, ReactorStorage } from '../ports/reactor-storage.port'
 import type { Clock } from '../ports/clock.port';
 import { toBrokenReason } from './broken-reason';
 import type { BrokenReason } from '../ports/reactor-storage.port';
-import type { Dispatch } from './dispatch';
+import { resumeJob, type Dispatch } from './dispatch';
 import { ENGINE_DEFAULTS, type EngineLogger } from './engine-options';
 import type { Executions } from './executions';
 import type { LeaseKeeper } from './lease-keeper';
@@ -93,7 +93,7 @@ export class RunJobs {
     if (due > 0) {
       // Delivered before a scheduled retry is due (a sweeper or a duplicate): re-enqueue for then.
       await this.leases.releaseQuietly(lease);
-      await this.dispatch.resume(job.runId, def.name, due);
+      await this.dispatch.resume(job.runId, def.name, due, state.asyncParent !== undefined);
       return;
     }
     try {
@@ -168,7 +168,10 @@ export class RunJobs {
           'an error follows only if it is parked.',
       );
     }
-    await this.dispatch.one({ kind: 'resume', runId: job.runId, reactorName, deferrals: deferrals + 1 }, delayMs);
+    await this.dispatch.one(
+      { ...resumeJob(job.runId, reactorName, job.unit === true), deferrals: deferrals + 1 },
+      delayMs,
+    );
   }
 
   private rememberWarned(runId: string): void {

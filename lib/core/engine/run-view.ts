@@ -6,6 +6,7 @@ import { inlineProgress, type ElementRecord, type MapProgress } from '../model/m
 import type { InterruptRecord, RunState, RunStatus, TraceEntry } from '../model/run-state';
 import type { MapStore } from '../ports/map-store.port';
 import type { ReactorStorage } from '../ports/reactor-storage.port';
+import { publicResults, publicValue } from '../results/async-unit-result';
 import { outcomeOf, type RunOutcome } from '../results/run-outcome';
 import type { DefinitionRegistry } from './registry';
 
@@ -16,6 +17,7 @@ export interface RunView {
   status: RunStatus;
   /** Inputs with redacted fields replaced by `[REDACTED]`. */
   inputs: Record<string, unknown>;
+  /** Step results; an async unit's is its value, or a `Failure` or `Halt` (as in outcomes). */
   results: Record<string, unknown>;
   /** Completed steps in completion order. */
   completed: string[];
@@ -77,7 +79,7 @@ export class RunViewer {
   private value(state: RunState): unknown {
     return returnsMapMarker(this.definitionOf(state.reactorName), this.definitionOf)
       ? hydrateMapValue(state.value, this.maps)
-      : state.value;
+      : publicValue(state, state.value);
   }
 
   private readonly definitionOf = (name: string): ReactorDefinition | undefined =>
@@ -123,7 +125,7 @@ export class RunViewer {
       interrupts: Object.fromEntries(
         Object.entries(state.interrupts ?? {}).map(([step, { applied: _applied, ...record }]) => [step, record]),
       ),
-      results: state.results,
+      results: publicResults(state),
       completed: state.completed,
       attempts: state.attempts,
       trace: state.trace,

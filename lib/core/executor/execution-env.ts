@@ -31,9 +31,10 @@ export interface ExecutionEnv {
   recordBudget?: { limit: number; used(): number };
   /**
    * Enqueue a resume of the (root) run, after its state was saved. Needed for hand-offs and for
-   * retries in workers; without it, a hand-off is ignored and retries sleep.
+   * retries in workers; without it, a hand-off is ignored and retries sleep. `unit`: the run is an
+   * async unit's (its job is marked so).
    */
-  enqueueResume?: (runId: string, reactorName: string, delayMs: number) => Promise<void>;
+  enqueueResume?: (runId: string, reactorName: string, delayMs: number, unit?: boolean) => Promise<void>;
   /** Storage of fan-out maps; without it, maps run inline. */
   maps?: MapStore;
   /** Enqueue jobs (map elements and their rollbacks). */

@@ -247,7 +247,7 @@ export class RunExecution extends RunScope implements NestedExecution {
       // A run waiting for async units parks: a finishing unit resumes it; a poll is the fallback.
       const delayMs = result.handoff.mode.mode === 'async' ? this.parkPollMs() : result.handoff.delayMs;
       if (this.root && this.env.enqueueResume && delayMs >= 0) {
-        await this.env.enqueueResume(state.runId, state.reactorName, delayMs);
+        await this.env.enqueueResume(state.runId, state.reactorName, delayMs, state.asyncParent !== undefined);
       }
       return outcomeOf(state);
     } else {
@@ -365,7 +365,10 @@ export class RunExecution extends RunScope implements NestedExecution {
     }
   }
 
-  /** The value of a reactor that returns nothing: every result, an async unit's as its value (or its stored failure). */
+  /**
+   * The value of a reactor that returns nothing: every result, an async unit's as its value (or its
+   * stored outcome, which callers read as a `Failure` or `Halt`: see `publicValue`).
+   */
   private allResults(): Record<string, unknown> {
     const out = { ...this.state.results };
     for (const step of Object.keys(this.state.asyncUnits ?? {})) {

@@ -229,7 +229,7 @@ export abstract class RunScope implements StepScope {
       store: async (unit) => {
         await storage.save(unit, { createOnly: true });
       },
-      queue: (runId, reactorName) => enqueueResume(runId, reactorName, 0),
+      queue: (runId, reactorName) => enqueueResume(runId, reactorName, 0, true),
       load: (runId) => storage.load(runId),
       mode,
       parkTimeoutMs: this.env.asyncParkTimeoutMs ?? 60 * 60 * 1000,

@@ -41,3 +41,19 @@ export function runIdProblem(runId: unknown): string | undefined {
   if (LONE_SURROGATE.test(runId)) return 'it must be well-formed Unicode (it holds a lone surrogate)';
   return undefined;
 }
+
+/**
+ * Why `runId` cannot name a stored run that `get`, `wait` and `cancel` may reach, or undefined when
+ * it can: a run id, or an async unit's (`<runId>/<step>`, one `/<step>` more for a unit dispatched
+ * by a unit or from a composed child). A new run's id is checked with {@link runIdProblem}: the
+ * `/` shape is the engine's own, so a unit's id never collides with one a caller chose.
+ */
+export function storedRunIdProblem(runId: unknown): string | undefined {
+  if (typeof runId !== 'string' || !runId.includes('/')) return runIdProblem(runId);
+  const [root, ...steps] = runId.split('/');
+  if (runIdProblem(root) !== undefined || steps.some((step) => step.length === 0 || ID_SEPARATORS.test(step))) {
+    return "it must be a run id, or an async unit's run id ('<runId>/<step>'), with no ':', '#', '{' or '}'";
+  }
+  if (LONE_SURROGATE.test(runId)) return 'it must be well-formed Unicode (it holds a lone surrogate)';
+  return undefined;
+}

@@ -166,8 +166,11 @@ export interface RunState {
   stepContentions?: Record<string, number>;
   /** Async units this run dispatched (`asyncStep`, `asyncReactor`), by step name: each is a run of its own. */
   asyncUnits?: Record<string, AsyncUnitRef>;
-  /** Set on the run of an async unit: the run (and step) that dispatched it, resumed when it finishes. */
-  asyncParent?: { runId: string; reactorName: string; step: string };
+  /**
+   * Set on the run of an async unit: the run (and step) that dispatched it, resumed when it
+   * finishes; `unit` when that run is itself an async unit's (its resume job is marked so).
+   */
+  asyncParent?: { runId: string; reactorName: string; step: string; unit?: true };
   /** Interrupts this run (not its children) reached, by step name. */
   interrupts?: Record<string, InterruptRecord>;
   /** Map steps: where their elements and records are. */

@@ -1,13 +1,17 @@
 import { runFailure, type RollbackFailure, type RunFailure } from '../model/failure';
 import { waitingInterrupts } from '../model/interrupt';
 import type { RunState, TraceEntry } from '../model/run-state';
+import { publicResults, publicValue } from './async-unit-result';
 
 export type { RollbackFailure, RollbackFailureReason, RunFailure } from '../model/failure';
 
 interface RunOutcomeBase {
   runId: string;
   reactorName: string;
-  /** Step results computed so far (step name to value). */
+  /**
+   * Step results computed so far (step name to value). An async unit's is its value, or a
+   * `Failure` (error: `AsyncUnitFailedError`, with the unit's failure) or `Halt`, as its readers get it.
+   */
   results: Record<string, unknown>;
   /** The per-run execution trace. */
   trace: TraceEntry[];
@@ -82,13 +86,13 @@ export function outcomeOf<T = unknown>(state: RunState): RunOutcome<T> {
   const base = {
     runId: state.runId,
     reactorName: state.reactorName,
-    results: state.results,
+    results: publicResults(state),
     trace: state.trace,
     attempts: state.attempts,
   };
   switch (state.status) {
     case 'completed':
-      return { ...base, status: 'completed', value: state.value as T };
+      return { ...base, status: 'completed', value: publicValue(state, state.value) as T };
     case 'failed':
       return { ...base, status: 'failed', failure: state.failure ?? brokenFailure(state) };
     case 'halted':

@@ -15,21 +15,19 @@ import { redactedArgNames } from '../definition/redaction';
 import { InputValidationError } from '../errors/input-validation.error';
 import { AsyncWaitTimeoutError } from '../errors/interrupt.error';
 import { ReactorError } from '../errors/reactor.error';
-import { runFailure, type RunFailure } from '../model/failure';
+import { AsyncUnitFailedError } from '../errors/async-unit-failed.error';
+import { runFailure } from '../model/failure';
 import { childRunId } from '../model/keys';
 import { isTerminal, newRunState, type RunState } from '../model/run-state';
-import { Failure, Halt, Success } from '../results/step-outcome';
+import { asyncUnitValue, type AsyncUnitResult } from '../results/async-unit-result';
+import { Failure, Success } from '../results/step-outcome';
 import { Suspended } from '../results/suspension';
 import { applyContractDefaults, describeFieldErrors, validateReactorInputs } from '../validation/validate';
 import type { AsyncUnitHost, StepKind, StepScope } from './step-kind';
 
 type AsyncSpec = HandlerSpecs['async'];
 
-/** How an async unit's outcome is stored as the step's result (decided by the step's kind, so never forged). */
-export type AsyncUnitResult =
-  | { ok: true; value: unknown }
-  | { ok: false; failure: RunFailure }
-  | { ok: false; halt: { reason: string; details?: unknown } };
+export { AsyncUnitFailedError, type AsyncUnitResult };
 
 /** The kind of `asyncStep` and `asyncReactor` steps. */
 export const asyncStep: StepKind<AsyncSpec> = {
@@ -66,7 +64,12 @@ export const asyncStep: StepKind<AsyncSpec> = {
         redactedInputs: redactedArgNames(step, scope.state.redactedInputs).filter((name) => name in inputs),
         encryptInputs: scope.state.encryptInputs,
       });
-      unit.asyncParent = { runId: scope.owner.runId, reactorName: scope.owner.reactorName, step: step.name };
+      unit.asyncParent = {
+        runId: scope.owner.runId,
+        reactorName: scope.owner.reactorName,
+        step: step.name,
+        ...(scope.inAsyncUnit ? { unit: true as const } : {}),
+      };
       units[step.name] = { runId: unit.runId, reactorName: def.name, dispatchedAt: now };
       // The unit's run is stored, then this run's record of it, then the job is queued: a crash
       // anywhere re-attaches (the sweeper carries a stored unit on), never dispatches twice.
@@ -130,13 +133,7 @@ export const asyncStep: StepKind<AsyncSpec> = {
     ];
   },
 
-  readValue(stored) {
-    const result = stored as AsyncUnitResult | undefined;
-    if (!result || typeof result !== 'object') return stored;
-    if (result.ok) return result.value;
-    if ('halt' in result) return new Halt(result.halt.reason, result.halt.details);
-    return new Failure(new AsyncUnitFailedError(result.failure), { retryable: false });
-  },
+  readValue: asyncUnitValue,
 };
 
 /** An exclusive key: a lock, or a semaphore (of one slot, when it is what a unit takes). */
@@ -203,13 +200,6 @@ function exclusives(
 }
 
 type KeyFn = (args: Record<string, unknown>) => string;
-
-/** What a reader of a failed async unit gets inside its `Failure`: the unit's failure, as stored. */
-export class AsyncUnitFailedError extends ReactorError {
-  constructor(readonly failure: RunFailure) {
-    super('STEP_FAILED', failure.message);
-  }
-}
 
 function resultOf(unit: RunState): AsyncUnitResult {
   switch (unit.status) {
