@@ -205,9 +205,10 @@ export class ReactorClient {
   }
 
   /**
-   * Run one recovery sweep now and return what it re-enqueued: runs that are `running` or
+   * Run one recovery sweep now and return how many jobs it added: runs that are `running` or
    * `rolling_back` with no live lease and no update for the lease TTL (their executor died) go
-   * back to a worker. No guard: every call sweeps. For hosts that schedule recovery themselves
+   * back to a worker; a run whose recovery job is still pending (from an earlier sweep) gets no
+   * other and is not counted. No guard: every call sweeps. For hosts that schedule recovery themselves
    * (`sweeper: { enabled: false }` and an external cron); idempotent, safe next to the built-in
    * sweeper.
    */

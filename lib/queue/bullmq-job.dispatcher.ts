@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { Queue, type ConnectionOptions, type JobsOptions } from 'bullmq';
 import type { DispatchOptions, JobDispatcher, JobMessaging, ReactorJob } from '../core';
 import type { ReactorJobOptions } from '../config';
@@ -98,14 +99,22 @@ export class BullMqJobDispatcher implements JobDispatcher {
   }
 
   /**
-   * Add the job; a `dedupeId` becomes its BullMQ job id, which BullMQ adds only once while it
-   * exists. Resolves to the BullMQ job id.
+   * Add the job. Resolves to the BullMQ job id, or `false` when BullMQ did not add it: a
+   * `dedupeId` is BullMQ's deduplication id (held while the job waits, is delayed or runs, dropped
+   * when it completes, fails or is removed) and the job gets an id of its own (`<dedupeId>-<uuid>`),
+   * so an add BullMQ deduplicated, which answers the pending job's id, is told from one it made.
    */
-  async dispatch(job: ReactorJob, options: DispatchOptions = {}): Promise<string | undefined> {
+  async dispatch(job: ReactorJob, options: DispatchOptions = {}): Promise<string | undefined | false> {
     const { queue, priority } = this.routeOf(job.reactorName);
     const opts = this.jobOptions(options.delayMs, priority);
-    if (options.dedupeId !== undefined) opts.jobId = options.dedupeId;
-    return (await queue.add(job.kind, identityOf(job), opts)).id;
+    if (options.dedupeId === undefined) return (await queue.add(job.kind, identityOf(job), opts)).id;
+    const jobId = `${options.dedupeId}-${randomUUID()}`;
+    const added = await queue.add(job.kind, identityOf(job), {
+      ...opts,
+      jobId,
+      deduplication: { id: options.dedupeId },
+    });
+    return added.id === jobId ? jobId : false;
   }
 
   /** Enqueue many jobs in one round trip (`addBulk`), e.g. the elements of a map window. */
@@ -176,7 +185,7 @@ function identityOf(job: ReactorJob): ReactorJob {
   const { kind, runId, reactorName, snoozes, deferrals } = job;
   const data: ReactorJob =
     kind === 'resume'
-      ? { kind, runId, reactorName, ...(job.unit === true ? { unit: true as const } : {}) }
+      ? { kind, runId, reactorName }
       : {
           kind,
           runId,

@@ -70,12 +70,12 @@ export class InProcessJobDispatcher implements JobDispatcher {
     for (const job of waiting) void this.deliver(job);
   }
 
-  /** Resolves to the job's id in this dispatcher (none when it was not added: closed, or deduplicated). */
-  async dispatch(job: ReactorJob, options: DispatchOptions = {}): Promise<string | undefined> {
-    if (this.closed) return undefined;
+  /** Resolves to the job's id in this dispatcher, or `false` when it was not added (closed, or deduplicated). */
+  async dispatch(job: ReactorJob, options: DispatchOptions = {}): Promise<string | false | undefined> {
+    if (this.closed) return false;
     const { dedupeId } = options;
     if (dedupeId !== undefined) {
-      if (this.deduped.has(dedupeId)) return undefined;
+      if (this.deduped.has(dedupeId)) return false;
       this.deduped.add(dedupeId);
     }
     const id = String(++this.sequence);

@@ -5,11 +5,15 @@ import { type ResolvedReactorModuleOptions, REACTOR_OPTIONS } from '../config';
 /** Runs at most this many stalled runs per sweep (the oldest updates first). */
 export const SWEEP_LIMIT = ENGINE_DEFAULTS.sweepLimit;
 
-/** What one sweep re-enqueued. */
+/**
+ * The jobs one sweep really added to the queue. A run (or map owner) whose recovery job from an
+ * earlier sweep is still pending gets no second one (BullMQ deduplicates it) and is not counted; a
+ * run the sweep looked at and left alone is not counted either.
+ */
 export interface SweepResult {
-  /** Runs re-enqueued because their executor died (no lease, not updated for the lease TTL). */
+  /** Recovery jobs added for runs whose executor died (no lease, not updated for the lease TTL). */
   reactors: number;
-  /** Fan-out maps that needed something: lost elements or rollback jobs re-dispatched, a lost window continuation refilled, or a lost owner resume re-sent. */
+  /** Jobs added for fan-out maps: lost element or rollback jobs re-dispatched, a lost window continuation refilled, a lost owner resume re-sent. */
   maps: number;
 }
 

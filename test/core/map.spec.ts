@@ -390,7 +390,7 @@ describe('map: recovery', () => {
     clock.advance(120_000);
     // The owner is parked on an open map: the run sweeper leaves it to the map sweeper.
     expect(await engine.recoverStalled({ graceMs: 0 })).toBe(0);
-    expect(await engine.recoverMaps({ graceMs: 0 })).toBe(1);
+    expect(await engine.recoverMaps({ graceMs: 0 })).toBe(3); // the jobs it added: one per lost element
     expect(jobs.map((j) => (j as MapElementJob).index).sort()).toEqual([0, 1, 2]);
 
     // Deliver element jobs (each settle dispatches the next index) but lose the owner's resume.

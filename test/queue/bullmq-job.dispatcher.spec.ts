@@ -46,6 +46,26 @@ describe('BullMqJobDispatcher', () => {
     expect(await dispatcher.pending()).toBe(1);
   });
 
+  it('a dedupeId adds the job once while it is pending: another dispatch resolves to false, adding nothing', async () => {
+    const dispatcher = new BullMqJobDispatcher(queue);
+    const job = { kind: 'resume' as const, runId: 'r-dedupe', reactorName: 'checkout' };
+
+    const first = await dispatcher.dispatch(job, { dedupeId: 'recover-r-dedupe' });
+    expect(first).toEqual(expect.stringMatching(/^recover-r-dedupe-/));
+    expect(await dispatcher.dispatch(job, { dedupeId: 'recover-r-dedupe' })).toBe(false);
+    expect(await dispatcher.dispatch(job, { dedupeId: 'recover-r-dedupe', delayMs: 5000 })).toBe(false);
+    expect(await dispatcher.pending()).toBe(1);
+    // Without a dedupeId a job is always added (a snooze, a retry).
+    expect(typeof (await dispatcher.dispatch(job))).toBe('string');
+
+    // Once the pending job is gone (here removed; completed or failed alike), the id is free again.
+    await (await queue.getJob(first as string))!.remove();
+    const again = await dispatcher.dispatch(job, { dedupeId: 'recover-r-dedupe' });
+    expect(again).toEqual(expect.stringMatching(/^recover-r-dedupe-/));
+    expect(again).not.toBe(first);
+    expect(await dispatcher.pending()).toBe(2);
+  });
+
   it('delays a job when asked, and keeps the snooze count and map identity', async () => {
     const dispatcher = new BullMqJobDispatcher(queue, { jobRetryCount: 0 });
 
@@ -114,7 +134,9 @@ describe('BullMqJobDispatcher', () => {
       const inSlow = await slow.getJobs(['prioritized']);
       expect(inSlow.map((j) => j.data.runId).sort()).toEqual(['r6', 'r9', 'r9']);
       expect(inSlow.every((j) => j.opts.priority === 4)).toBe(true);
-      expect(inSlow.find((j) => j.data.runId === 'r6')?.id).toBe('recover-r6');
+      const r6 = inSlow.find((j) => j.data.runId === 'r6');
+      expect(r6?.id).toMatch(/^recover-r6-/);
+      expect(r6?.opts.deduplication).toEqual({ id: 'recover-r6' });
       const inDefault = await queue.getJobs(['waiting', 'prioritized']);
       expect(inDefault.map((j) => [j.data.runId, j.opts.priority ?? 0]).sort()).toEqual([
         ['early', 0],

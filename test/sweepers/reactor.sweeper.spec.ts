@@ -75,6 +75,31 @@ describe('recovery sweeper', () => {
     }
   });
 
+  it('a sweep reports the jobs it added: a second sweep while the recovery job of the first is pending reports 0', async () => {
+    const { app, client } = await createRedisApp(prefix('sweep-count'), {
+      workers: false,
+      sweeper: { enabled: false },
+    });
+    try {
+      const stalled = await storeStalledRun(app, TEN_MINUTES);
+      const runtime = app.get<RedisReactorRuntime>(REACTOR_RUNTIME);
+      expect(await client.sweepOnce()).toEqual({ reactors: 1, maps: 0 });
+      // The run is still stalled (nothing consumes), but its recovery job is pending: BullMQ adds none.
+      expect(await client.sweepOnce()).toEqual({ reactors: 0, maps: 0 });
+      expect(app.get(ReactorSweeper).lastSweep?.result).toEqual({ reactors: 0, maps: 0 });
+      expect(await runtime.dispatcher.pending()).toBe(1);
+
+      // Once that job is gone (consumed, or removed here), the next sweep adds one again and says so.
+      const [job] = await runtime.dispatcher.queue.getJobs(['waiting']);
+      expect(job?.data.runId).toBe(stalled);
+      await job!.remove();
+      expect(await client.sweepOnce()).toEqual({ reactors: 1, maps: 0 });
+      expect(await runtime.dispatcher.pending()).toBe(1);
+    } finally {
+      await app.close();
+    }
+  });
+
   it('runs waiting for a retry scheduled later do not hide a stalled run from the sweep', async () => {
     const { app, client } = await createRedisApp(prefix('sweep-due'), { sweeper: { enabled: false } });
     const storage = app.get<ReactorStorage>(REACTOR_STORAGE);

@@ -20,19 +20,16 @@ export const DEFAULT_JOB_MESSAGING: JobMessaging = {
  * Enqueue `jobs` (of one run) through `send` inside a PRODUCER span, each job carrying that span's
  * context. One span for the call, a batch when there are several (`messaging.batch.message_count`).
  * Without tracing (or without an SDK: nothing to carry), the jobs go as they are, less their
- * `delivery`, which is never enqueued.
+ * `delivery`, which is never enqueued. Resolves to what `send` did (`false`: the job was not added).
  */
 export async function sendJobs(
   tracing: Tracing,
   messaging: JobMessaging,
   jobs: ReactorJob[],
   delayMs: number | undefined,
-  send: (jobs: ReactorJob[]) => Promise<string | void>,
-): Promise<void> {
-  if (!tracing.enabled) {
-    await send(jobs.map((job) => outgoing(job, undefined)));
-    return;
-  }
+  send: (jobs: ReactorJob[]) => Promise<string | void | false>,
+): Promise<string | void | false> {
+  if (!tracing.enabled) return send(jobs.map((job) => outgoing(job, undefined)));
   const first = jobs[0];
   const destination = messaging.destination(first);
   const attributes = jobAttributes(messaging.system, destination, 'send', first);
@@ -45,11 +42,12 @@ export async function sendJobs(
     // instrumentation) nest under it.
     const id = await span.within(() => send(jobs.map((job) => outgoing(job, carrier))));
     if (typeof id === 'string' && jobs.length === 1) span.set({ [A.MESSAGING_MESSAGE_ID]: id });
+    span.end();
+    return id;
   } catch (error) {
     fail(span, error);
     throw error;
   }
-  span.end();
 }
 
 /**

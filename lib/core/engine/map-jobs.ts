@@ -225,11 +225,16 @@ export class MapJobs {
     await this.dispatch.resume(meta.ownerRunId, meta.ownerReactor);
   }
 
-  /** Enqueue element (or element rollback) jobs of a map, `elementsPerJob` elements to an element job. */
-  async dispatchMapJobs(meta: MapMeta, indices: number[], kind: MapElementJob['kind']): Promise<void> {
-    if (indices.length === 0) return;
+  /**
+   * Enqueue element (or element rollback) jobs of a map, `elementsPerJob` elements to an element
+   * job. Resolves to how many jobs were enqueued.
+   */
+  async dispatchMapJobs(meta: MapMeta, indices: number[], kind: MapElementJob['kind']): Promise<number> {
+    if (indices.length === 0) return 0;
     const owner = { runId: meta.ownerRunId, reactorName: meta.ownerReactor };
-    await this.dispatch.many(elementJobs(owner, meta.mapId, indices, kind, meta.elementsPerJob));
+    const jobs = elementJobs(owner, meta.mapId, indices, kind, meta.elementsPerJob);
+    await this.dispatch.many(jobs);
+    return jobs.length;
   }
 
   /** A map's metadata; it never changes once written, so each process reads it once. */

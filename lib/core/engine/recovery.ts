@@ -38,7 +38,8 @@ export class Recovery {
   /**
    * Re-enqueue runs whose executor died: non-terminal runs that nobody holds a lease on, not
    * updated for `graceMs`, with no retry scheduled in the future and not parked on a stored map.
-   * Returns how many were re-enqueued.
+   * Returns how many jobs were enqueued: a run whose recovery job is still pending (from an earlier
+   * sweep) gets none, and is not counted.
    */
   async stalledRuns(options: RecoveryOptions = {}): Promise<number> {
     const { storage, locks, clock, logger } = this.parts;
@@ -55,16 +56,14 @@ export class Recovery {
         // A paused run is offered again only when a resume or a due timeout waits to be applied.
         if (state.status === 'paused') {
           if (!(await this.resumes?.due(state))) continue;
-          await this.dispatch.recover(runId, state.reactorName, state.asyncParent !== undefined);
-          recovered++;
+          if (await this.dispatch.recover(runId, state.reactorName)) recovered++;
           continue;
         }
         if (!RECOVERABLE.includes(state.status)) continue;
         if (now - state.updatedAt < graceMs) continue;
         if (state.retryAt && Math.max(...Object.values(state.retryAt)) > now) continue;
         if (await this.waitingOnMap(state)) continue; // the map's last element (or the map sweep) resumes it
-        await this.dispatch.recover(runId, state.reactorName, state.asyncParent !== undefined);
-        recovered++;
+        if (await this.dispatch.recover(runId, state.reactorName)) recovered++;
       } catch (error) {
         if (error instanceof CorruptRecordError) {
           await storage.markBroken(runId, undefined, toBrokenReason(error));
@@ -81,13 +80,14 @@ export class Recovery {
    * Recover fan-out maps (reading the index of open maps, never the keyspace): re-dispatch
    * elements that were dispatched but have no record and no live lease, refill a dispatch window
    * whose continuation was lost, re-dispatch lost element rollback jobs, and resume an owner whose
-   * completion signal was lost. Returns how many maps needed something.
+   * completion signal was lost (a recovery resume: at most one pending per owner). Returns how many
+   * jobs were enqueued (element and rollback jobs, owner resumes).
    */
   async stalledMaps(options: RecoveryOptions = {}): Promise<number> {
     const { maps, storage, locks, clock, logger } = this.parts;
     if (!maps || !this.dispatch.available) return 0;
     const graceMs = options.graceMs ?? this.parts.leaseTtlMs;
-    let touched = 0;
+    let enqueued = 0;
     for (const mapId of await maps.listOpen(options.limit ?? ENGINE_DEFAULTS.sweepLimit)) {
       try {
         const meta = await maps.meta(mapId);
@@ -97,14 +97,14 @@ export class Recovery {
         let acted = false;
         if (rollback && rollback.reported < rollback.total) {
           const lost = await maps.stalledRollback(mapId, meta.batchSize);
-          await this.mapJobs.dispatchMapJobs(meta, lost, 'map-rollback');
+          enqueued += await this.mapJobs.dispatchMapJobs(meta, lost, 'map-rollback');
           acted = lost.length > 0;
         } else if (!progress.done) {
           const lost = await maps.stalled(mapId, meta.batchSize);
           const inFlight = progress.dispatched - progress.settled;
           // The window lost its continuation (a dispatcher died after settling): top it up.
           const refill = inFlight < meta.batchSize ? await maps.reserve(mapId, meta.batchSize - inFlight) : [];
-          await this.mapJobs.dispatchMapJobs(
+          enqueued += await this.mapJobs.dispatchMapJobs(
             meta,
             [...lost, ...refill].sort((a, b) => a - b),
             'map-element',
@@ -116,16 +116,14 @@ export class Recovery {
           const owner = await storage.load(meta.ownerRunId);
           const idle = owner && MAP_OWNER_WAITING.includes(owner.status) && clock.now() - owner.updatedAt >= graceMs;
           if (idle && !(await locks.isHeld(runLeaseKey(meta.ownerRunId)))) {
-            await this.mapJobs.resumeOwner(meta);
-            acted = true;
+            if (await this.dispatch.recover(meta.ownerRunId, meta.ownerReactor)) enqueued++;
           }
         }
-        if (acted) touched++;
       } catch (error) {
         logger.warn(`Map sweeper skipped map '${mapId}': ${errorMessage(error)}`);
       }
     }
-    return touched;
+    return enqueued;
   }
 
   /**

@@ -59,13 +59,6 @@ export interface JobMessaging {
 /** Execute (or resume) a run from its stored state. */
 export interface ResumeJob extends JobIdentity {
   kind: 'resume';
-  /**
-   * Set on every job of an async unit's run (`r.asyncStep`, `r.asyncReactor`), so that a queue's
-   * jobs say which runs are units without reading storage or parsing the run id. A marker only:
-   * what a worker does comes from the stored run (its `asyncParent`), so a job queued without it
-   * (before this field existed) runs the unit the same way.
-   */
-  unit?: true;
 }
 
 /**
@@ -106,9 +99,11 @@ export interface JobDispatcher {
    * Enqueue `job` after `delayMs`. With `dedupeId`, at most one job with that id is pending at a
    * time: while one waits, is delayed or runs, another with the same id is not added (the
    * recovery sweeper uses it so that a run waiting in a long queue is not enqueued again and again).
-   * May resolve to the queue's id of the job (the PRODUCER span's `messaging.message.id`).
+   * May resolve to the queue's id of the job (the PRODUCER span's `messaging.message.id`). Resolves
+   * to `false` when it did not add the job (a job with the same `dedupeId` is pending, or the
+   * dispatcher is closed): what the recovery sweep counts as enqueued is what did not answer `false`.
    */
-  dispatch(job: ReactorJob, options?: DispatchOptions): Promise<string | void>;
+  dispatch(job: ReactorJob, options?: DispatchOptions): Promise<string | void | false>;
   /** Enqueue many jobs at once (map element throws). Defaults to one `dispatch` each. */
   dispatchMany?(jobs: ReactorJob[], options?: { delayMs?: number }): Promise<void>;
 }
