@@ -185,7 +185,7 @@ function identityOf(job: ReactorJob): ReactorJob {
   const { kind, runId, reactorName, snoozes, deferrals } = job;
   const data: ReactorJob =
     kind === 'resume'
-      ? { kind, runId, reactorName }
+      ? { kind, runId, reactorName, ...(job.unit === true ? { unit: true as const } : {}) }
       : {
           kind,
           runId,

@@ -1,7 +1,20 @@
 import { InternalError } from '../errors/internal.error';
-import type { JobDispatcher, JobMessaging, ReactorJob } from '../ports/job-dispatcher.port';
+import type { JobDispatcher, JobMessaging, ReactorJob, ResumeJob } from '../ports/job-dispatcher.port';
 import { DEFAULT_JOB_MESSAGING, processJob, sendJobs } from './job-tracing';
 import { NO_TRACING, type Tracing } from '../tracing/tracing';
+
+/**
+ * The resume job of run `runId`; `unit` (an async unit's run, `asyncParent` in its record) is
+ * marked by the job's `unit` field, never by the shape of its id.
+ */
+export function resumeJob(runId: string, reactorName: string, unit: boolean): ResumeJob {
+  return unit ? { kind: 'resume', runId, reactorName, unit: true } : { kind: 'resume', runId, reactorName };
+}
+
+/** The resume job of a stored run (an async unit's is marked {@link ResumeJob.unit}). */
+export function resumeJobOf(state: { runId: string; reactorName: string; asyncParent?: unknown }): ResumeJob {
+  return resumeJob(state.runId, state.reactorName, state.asyncParent !== undefined);
+}
 
 /**
  * Enqueueing jobs: resumes, snoozes, and many jobs at once, each inside a PRODUCER span whose
@@ -33,21 +46,21 @@ export class Dispatch {
     );
   }
 
-  /** Enqueue a resume of run `runId`. */
-  resume(runId: string, reactorName: string, delayMs?: number): Promise<void> {
-    return this.one({ kind: 'resume', runId, reactorName }, delayMs);
+  /** Enqueue a resume of run `runId` (`unit`: the run is an async unit's, marked in the job). */
+  resume(runId: string, reactorName: string, delayMs?: number, unit = false): Promise<void> {
+    return this.one(resumeJob(runId, reactorName, unit), delayMs);
   }
 
   /**
    * Enqueue a recovery resume of run `runId`: at most one is pending per run, however often sweeps
    * find it. Resolves to whether a job was added (`false`: one was pending already).
    */
-  async recover(runId: string, reactorName: string): Promise<boolean> {
+  async recover(runId: string, reactorName: string, unit = false): Promise<boolean> {
     const dispatcher = this.require(reactorName);
     const added = await sendJobs(
       this.tracing,
       this.messaging,
-      [{ kind: 'resume', runId, reactorName }],
+      [resumeJob(runId, reactorName, unit)],
       undefined,
       ([traced]) => dispatcher.dispatch(traced, { dedupeId: `recover-${runId}` }),
     );

@@ -56,14 +56,14 @@ export class Recovery {
         // A paused run is offered again only when a resume or a due timeout waits to be applied.
         if (state.status === 'paused') {
           if (!(await this.resumes?.due(state))) continue;
-          if (await this.dispatch.recover(runId, state.reactorName)) recovered++;
+          if (await this.dispatch.recover(runId, state.reactorName, state.asyncParent !== undefined)) recovered++;
           continue;
         }
         if (!RECOVERABLE.includes(state.status)) continue;
         if (now - state.updatedAt < graceMs) continue;
         if (state.retryAt && Math.max(...Object.values(state.retryAt)) > now) continue;
         if (await this.waitingOnMap(state)) continue; // the map's last element (or the map sweep) resumes it
-        if (await this.dispatch.recover(runId, state.reactorName)) recovered++;
+        if (await this.dispatch.recover(runId, state.reactorName, state.asyncParent !== undefined)) recovered++;
       } catch (error) {
         if (error instanceof CorruptRecordError) {
           await storage.markBroken(runId, undefined, toBrokenReason(error));

@@ -59,6 +59,13 @@ export interface JobMessaging {
 /** Execute (or resume) a run from its stored state. */
 export interface ResumeJob extends JobIdentity {
   kind: 'resume';
+  /**
+   * Set on every job of an async unit's run (`r.asyncStep`, `r.asyncReactor`), so that a queue's
+   * jobs say which runs are units without reading storage or parsing the run id. A marker only:
+   * what a worker does comes from the stored run (its `asyncParent`), so a job queued without it
+   * (before this field existed) runs the unit the same way.
+   */
+  unit?: true;
 }
 
 /**
