@@ -19,6 +19,9 @@ import { Failure, failure, success } from '../../lib/core/results/step-outcome';
 import { AsyncUnitFailedError } from '../../lib/core/steps/async.step';
 import type { ReactorClient } from '../../lib/nest/reactor.client';
 import { Reactor } from '../../lib/nest/reactor.decorator';
+import type { ReactorJob, ResumeJob } from '../../lib/core/ports/job-dispatcher.port';
+import { BullMqJobDispatcher } from '../../lib/queue/bullmq-job.dispatcher';
+import { ReactorQueues } from '../../lib/queue/reactor-queues';
 import { Step } from '../../lib/nest/step.decorator';
 import { cleanupPrefix, createTestRedis, uniquePrefix } from '../setup/redis';
 import { createRedisApp, pollUntil, quitAndWait, StepLog } from './e2e.fixtures';
@@ -325,7 +328,39 @@ class DeadlockViaStep implements ReactorBlueprint<{ account: string }> {
   }
 }
 
+/** Records what it read (each unit's value, or its Failure); returns `read`. */
+@Step('e2e-async-public-read')
+class PublicReadStep {
+  run(args: Record<string, unknown>, ctx: StepContext) {
+    record(ctx, `run:${ctx.stepName}`);
+    received.set(topOf(ctx), args);
+    return success('read');
+  }
+}
+
+/** Returns nothing (its value is its results): score succeeds (n * 10), check fails; read reads both. */
+@Reactor('e2e-async-public')
+class PublicReactor implements ReactorBlueprint<{ n: number }> {
+  build(r: ReactorBuilder<{ n: number }>) {
+    const score = r.asyncStep('score', ScoreStep, { n: r.input('n', { type: 'number' }) });
+    const check = r.asyncStep('check', CheckStep, {});
+    r.step('read', PublicReadStep, { score, check });
+  }
+}
+
+/** In the background: a gated unit (cancelled by the test) that decide reads. */
+@Reactor('e2e-async-cancel-unit', { background: { all: true } })
+class CancelUnitReactor implements ReactorBlueprint<{ n: number }> {
+  build(r: ReactorBuilder<{ n: number }>) {
+    const score = r.asyncStep('score', ScoreStep, { n: r.input('n', { type: 'number' }) });
+    return r.step('decide', DecideStep, { result: score });
+  }
+}
+
 const PROVIDERS = [
+  PublicReadStep,
+  PublicReactor,
+  CancelUnitReactor,
   ScoreStep,
   SideStep,
   ReadStep,
@@ -529,6 +564,147 @@ describe('async units on Redis and BullMQ (e2e)', () => {
       const v = await view(client, runId);
       expect(v.status).toBe('failed');
       expect(v.asyncUnits.check).toMatchObject({ runId: `${runId}/check`, status: 'failed' });
+    });
+  });
+
+  describe('what callers see of a unit, its jobs and its run id', () => {
+    let client: ReactorClient;
+    let queues: ReactorQueues;
+
+    beforeAll(async () => {
+      let created: TestingModule;
+      ({ client, app: created } = await app('e2e-async-public'));
+      queues = created.get(ReactorQueues);
+    });
+
+    /** `results` or the value as callers must see them: score's value, check's Failure; never `{ ok, ... }`. */
+    function expectPublic(entries: Record<string, unknown> | undefined): void {
+      expect(entries?.score).toBe(30);
+      const check = entries?.check;
+      expect(check).toBeInstanceOf(Failure);
+      expect((check as Failure).error).toBeInstanceOf(AsyncUnitFailedError);
+      expect(((check as Failure).error as AsyncUnitFailedError).failure).toMatchObject<Partial<RunFailure>>({
+        stepName: 'check',
+        errorMessage: 'fraud suspected',
+      });
+    }
+
+    it("a unit's value in results and the run's value is its value or a Failure, as its reader gets it: run, get and wait alike", async () => {
+      const outcome = await client.run(PublicReactor as never, { n: 3 } as never);
+
+      expect(outcome.status).toBe('completed');
+      if (outcome.status !== 'completed') return;
+      const runId = outcome.runId;
+      expectPublic(received.get(runId) as Record<string, unknown>);
+      expectPublic(outcome.results);
+      expectPublic(outcome.value as Record<string, unknown>);
+      const v = await view(client, runId);
+      expectPublic(v.results);
+      expectPublic(v.value as Record<string, unknown>);
+      const waited = await client.wait(runId, WAIT);
+      expectPublic(waited.results);
+      expectPublic((waited as { value: Record<string, unknown> }).value);
+      expect(v.results.read).toBe('read');
+    });
+
+    it("a unit's BullMQ job is marked unit: true (identity only); the unit's run id reaches get", async () => {
+      const runId = randomUUID();
+      armGate(runId);
+      const running = client.run(BasicReactor as never, { n: 4 } as never, { runId });
+      await gateEntered(runId);
+
+      // The unit's job is active while its body waits at the gate.
+      const active = await queues.get()!.getJobs(['active']);
+      const job = active.find((j) => (j.data as { runId?: string }).runId === `${runId}/score`);
+      expect(job?.data).toEqual({
+        kind: 'resume',
+        runId: `${runId}/score`,
+        reactorName: 'e2e-async-basic::score',
+        unit: true,
+        ...(job?.data.traceContext ? { traceContext: job.data.traceContext } : {}),
+      });
+      expect(await client.get(`${runId}/score`)).toMatchObject({
+        runId: `${runId}/score`,
+        reactorName: 'e2e-async-basic::score',
+        status: 'running',
+      });
+
+      openGate(runId);
+      expect(await running).toMatchObject({ status: 'completed', value: 41 });
+      expect(await client.wait(`${runId}/score`, WAIT)).toMatchObject({ status: 'completed', value: 40 });
+    });
+
+    it('a unit job without the marker (queued before it existed) runs the unit and resumes its parent', async () => {
+      const dispatch = BullMqJobDispatcher.prototype.dispatch;
+      const seen: ReactorJob[] = [];
+      const spy = jest.spyOn(BullMqJobDispatcher.prototype, 'dispatch').mockImplementation(function (
+        this: BullMqJobDispatcher,
+        job,
+        options,
+      ) {
+        const { unit: _unit, ...old } = job as ResumeJob;
+        seen.push(old);
+        return dispatch.call(this, old as ReactorJob, options);
+      });
+      try {
+        const outcome = await client.run(PublicReactor as never, { n: 3 } as never);
+        expect(outcome.status).toBe('completed');
+        const units = seen.filter((j) => j.runId.startsWith(`${outcome.runId}/`));
+        expect(units.map((j) => j.runId).sort()).toEqual([`${outcome.runId}/check`, `${outcome.runId}/score`]);
+        for (const job of units) expect('unit' in job).toBe(false);
+        expectPublic(outcome.results);
+      } finally {
+        spy.mockRestore();
+      }
+    });
+
+    it("cancel takes a unit's run id: a unit queued but not running ends cancelled at once, resumes its parent, and its reader gets a Failure saying so", async () => {
+      const runId = randomUUID();
+      const unitRunId = `${runId}/score`;
+      // The unit's job is held back: the unit is stored and queued, but no worker executes it.
+      const dispatch = BullMqJobDispatcher.prototype.dispatch;
+      let held: { dispatcher: BullMqJobDispatcher; job: ReactorJob } | undefined;
+      const spy = jest.spyOn(BullMqJobDispatcher.prototype, 'dispatch').mockImplementation(function (
+        this: BullMqJobDispatcher,
+        job,
+        options,
+      ) {
+        if (job.runId === unitRunId && !held) {
+          held = { dispatcher: this, job };
+          return Promise.resolve('held');
+        }
+        return dispatch.call(this, job, options);
+      });
+      try {
+        await client.start(CancelUnitReactor as never, { n: 1 } as never, { runId });
+        await pollUntil(() => held !== undefined, DEADLINE_MS);
+        expect(held?.job).toMatchObject({ runId: unitRunId, unit: true });
+        expect(await client.get(unitRunId)).toMatchObject({ runId: unitRunId, status: 'pending' });
+
+        expect(await client.cancel(unitRunId, 'not needed')).toMatchObject({
+          status: 'cancelled',
+          reason: 'not needed',
+        });
+        expect(await client.wait(unitRunId, WAIT)).toMatchObject({ status: 'cancelled', reason: 'not needed' });
+        const outcome = await client.wait(runId, WAIT);
+        expect(outcome.status).toBe('failed');
+        const got = received.get(runId);
+        expect(got).toBeInstanceOf(Failure);
+        expect(((got as Failure).error as AsyncUnitFailedError).failure.message).toContain('was cancelled: not needed');
+      } finally {
+        spy.mockRestore();
+      }
+      // The held job, delivered late, finds the unit finished: its body never runs.
+      await held!.dispatcher.dispatch(held!.job);
+      await pollUntil(async () => {
+        const counts = await queues.get()!.getJobCounts('active', 'waiting');
+        return counts.active + counts.waiting === 0;
+      }, DEADLINE_MS);
+      expect(unitBodies.get(unitRunId)).toBeUndefined();
+      // A new run still cannot take a unit-shaped id.
+      await expect(client.start(CancelUnitReactor as never, { n: 1 } as never, { runId: unitRunId })).rejects.toThrow(
+        /must not contain/,
+      );
     });
   });
 
