@@ -545,6 +545,49 @@ describe('async units', () => {
       expectPublic(outcome.results);
     });
 
+    it("a composed child's units are read the same way: by the parent's readers, in the parent's results and value", async () => {
+      const { engine, dispatcher } = createHarness();
+      const inner: Record<string, unknown> = {};
+      const child = threeUnits(inner);
+      engine.register(child);
+      let outer: Record<string, unknown> | undefined;
+      const all = defineReactor('async-public-compose', (r: ReactorBuilder<{ n: number }>) => {
+        const composed = r.compose('child', child, { n: r.input('n', { type: 'number' }) });
+        r.step('outer', ({ c }: { c: Record<string, unknown> }) => ((outer = c), success('outer')), { c: composed });
+      });
+      const returned = defineReactor('async-public-compose-returns', (r: ReactorBuilder<{ n: number }>) =>
+        r.compose('child', child, { n: r.input('n', { type: 'number' }) }),
+      );
+      const path = defineReactor('async-public-compose-path', (r: ReactorBuilder<{ n: number }>) =>
+        r.compose('child', child, { n: r.input('n', { type: 'number' }) }).path('bad'),
+      );
+      engine.register(all);
+      engine.register(returned);
+      engine.register(path);
+      // A unit inside a composed child hands its run to a worker: wait for it.
+      const outcome = await engine.wait((await engine.run(all, { n: 1 })).runId, { timeoutMs: 60_000 });
+      await dispatcher.idle();
+      expect(outcome.status).toBe('completed');
+      if (outcome.status !== 'completed') return;
+      expectPublic(outer);
+      expectPublic(outcome.results.child as Record<string, unknown>);
+      expectPublic((outcome.value as Record<string, Record<string, unknown>>).child);
+      const view = await engine.get(outcome.runId);
+      expectPublic(view?.results.child as Record<string, unknown>);
+      expectPublic((view?.value as Record<string, Record<string, unknown>>).child);
+      expectPublic(view?.children.child.results);
+      const direct = await engine.wait((await engine.run(returned, { n: 1 })).runId, { timeoutMs: 60_000 });
+      await dispatcher.idle();
+      expect(direct.status).toBe('completed');
+      expectPublic((direct as { value: Record<string, unknown> }).value);
+      expectPublic((await engine.get(direct.runId))?.value as Record<string, unknown>);
+      // A path into the child's value that lands on a failed unit: its Failure.
+      const bad = await engine.wait((await engine.run(path, { n: 1 })).runId, { timeoutMs: 60_000 });
+      await dispatcher.idle();
+      expectPublic({ ...inner, bad: (bad as { value: unknown }).value });
+      expectPublic({ ...inner, bad: (await engine.get(bad.runId))?.value });
+    });
+
     it('the client reaches a unit by its run id: get, wait and cancel; a cancelled unit is a Failure to its reader', async () => {
       // The parent parks (polling on the fake clock) for as long as the test needs.
       const { engine, dispatcher } = createHarness({ asyncParkTimeoutMs: 365 * 24 * 3600_000 });

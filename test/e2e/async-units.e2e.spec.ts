@@ -348,6 +348,14 @@ class PublicReactor implements ReactorBlueprint<{ n: number }> {
   }
 }
 
+/** Composes PublicReactor (its units in its value) and returns the child's value. */
+@Reactor('e2e-async-public-compose')
+class PublicComposeReactor implements ReactorBlueprint<{ n: number }> {
+  build(r: ReactorBuilder<{ n: number }>) {
+    return r.compose('child', PublicReactor, { n: r.input('n', { type: 'number' }) });
+  }
+}
+
 /** In the background: a gated unit (cancelled by the test) that decide reads. */
 @Reactor('e2e-async-cancel-unit', { background: { all: true } })
 class CancelUnitReactor implements ReactorBlueprint<{ n: number }> {
@@ -360,6 +368,7 @@ class CancelUnitReactor implements ReactorBlueprint<{ n: number }> {
 const PROVIDERS = [
   PublicReadStep,
   PublicReactor,
+  PublicComposeReactor,
   CancelUnitReactor,
   ScoreStep,
   SideStep,
@@ -605,6 +614,19 @@ describe('async units on Redis and BullMQ (e2e)', () => {
       expectPublic(waited.results);
       expectPublic((waited as { value: Record<string, unknown> }).value);
       expect(v.results.read).toBe('read');
+    });
+
+    it("a composed child's units: the parent's results and value read them the same way (a Failure survives get)", async () => {
+      const started = await client.run(PublicComposeReactor as never, { n: 3 } as never);
+      const outcome = await client.wait(started.runId, WAIT);
+
+      expect(outcome.status).toBe('completed');
+      expectPublic(outcome.results.child as Record<string, unknown>);
+      expectPublic((outcome as { value: Record<string, unknown> }).value);
+      const v = await view(client, started.runId);
+      expectPublic(v.results.child as Record<string, unknown>);
+      expectPublic(v.value as Record<string, unknown>);
+      expectPublic(v.children.child.results);
     });
 
     it("a unit's BullMQ job is marked unit: true (identity only); the unit's run id reaches get", async () => {

@@ -351,7 +351,12 @@ export class RunExecution extends RunScope implements NestedExecution {
    */
   private async complete(last: Extract<StepResult, { kind: 'success' | 'skipped' }> | undefined): Promise<void> {
     const { state } = this;
-    state.value = this.def.returns ? this.resolveSource(this.def.returns) : this.allResults();
+    this.storingValue = true;
+    try {
+      state.value = this.def.returns ? this.resolveSource(this.def.returns) : this.allResults();
+    } finally {
+      this.storingValue = false;
+    }
     state.status = 'completed';
     state.finishedAt = this.now();
     try {

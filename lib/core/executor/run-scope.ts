@@ -15,6 +15,7 @@ import type { MapStore } from '../ports/map-store.port';
 import type { NestedExecution } from '../map/map-host';
 import type { AsyncUnitHost, ChildSaving, InterruptHost, StepScope } from '../steps/step-kind';
 import { stepKindOf } from '../steps';
+import { publicValue } from '../results/async-unit-result';
 import { isTerminal } from '../model/run-state';
 import { withoutUndefinedProperties } from '../model/json-values';
 import type { ExecutionEnv, Saver } from './execution-env';
@@ -214,8 +215,15 @@ export abstract class RunScope implements StepScope {
     const definition = this.def.stepsByName.get(step);
     if (storesMapMarker(definition, this.definitionOf)) return hydrateMapValue(value, this.env.maps);
     const read = definition ? stepKindOf(definition).readValue : undefined;
-    return read ? read(value) : value;
+    if (read) return read(value);
+    // A composed child's value that holds its async units' results reads them as callers do (the
+    // run's own value keeps it as stored: it is read so when the value is read).
+    const child = this.state.children[step];
+    return child && !this.storingValue ? publicValue(child, value) : value;
   }
+
+  /** Set while the run's value is computed to be stored (see {@link resultOf}). */
+  protected storingValue = false;
 
   coordinate(def: ReactorDefinition, state: RunState) {
     return this.env.coordinate ? this.env.coordinate(def, state) : Promise.resolve(undefined);

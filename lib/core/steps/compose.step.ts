@@ -62,7 +62,8 @@ export const composeStep: StepKind<ComposeSpec> = {
     }
     switch (outcome.status) {
       case 'completed':
-        return new Success(outcome.value);
+        // The child's value as stored (its async units' records are read when the value is read).
+        return new Success(childState.value);
       case 'halted':
         return new Halt(outcome.reason, outcome.details);
       case 'failed':
