@@ -182,7 +182,7 @@ function isQueue(value: Queue | StandaloneBullMqJobDispatcherOptions): value is 
  * trace context it carries (the worker's `engine.handleJob` continues that trace).
  */
 function identityOf(job: ReactorJob): ReactorJob {
-  const { kind, runId, reactorName, snoozes, deferrals } = job;
+  const { kind, runId, reactorName, snoozes, contentions, deferrals } = job;
   const data: ReactorJob =
     kind === 'resume'
       ? { kind, runId, reactorName, ...(job.unit === true ? { unit: true as const } : {}) }
@@ -195,6 +195,7 @@ function identityOf(job: ReactorJob): ReactorJob {
           ...(job.count !== undefined && job.count !== 1 ? { count: job.count } : {}),
         };
   if (snoozes !== undefined) data.snoozes = snoozes;
+  if (contentions !== undefined) data.contentions = contentions;
   if (deferrals !== undefined) data.deferrals = deferrals;
   if (job.traceContext !== undefined) data.traceContext = job.traceContext;
   return data;

@@ -68,6 +68,7 @@ describe('coordination on Redis and BullMQ (e2e)', () => {
       {
         sweeper: { enabled: false },
         snoozeDelayMs: 20,
+        lockSnoozeMaxAttempts: 3,
         workerConcurrency: 8,
         rateLimits: { 'e2e-api': { minute: 2 } },
       },
@@ -94,6 +95,21 @@ describe('coordination on Redis and BullMQ (e2e)', () => {
     open();
     expect(await holder).toMatchObject({ status: 'completed' });
     expect(await client.run(LockedReactor, { id: 'a' })).toMatchObject({ status: 'completed' });
+  });
+
+  it('a background run waiting for a held lock fails LOCK_CONTENDED after lockSnoozeMaxAttempts snoozes (its BullMQ job keeps the count)', async () => {
+    let open!: () => void;
+    gates.set('cap', new Promise<void>((resolve) => (open = resolve)));
+    const holder = client.run(LockedReactor, { id: 'cap' });
+    try {
+      await pollUntil(async () => (await scanKeys(redis, `${prefix}*lock*account*cap*`)).length > 0, 5_000);
+      const started = await client.start(LockedReactor, { id: 'cap' });
+      const outcome = await client.wait(started.runId, { timeoutMs: 10_000 });
+      expect(outcome).toMatchObject({ status: 'failed', failure: { code: 'LOCK_CONTENDED' } });
+    } finally {
+      open();
+    }
+    expect(await holder).toMatchObject({ status: 'completed' });
   });
 
   it('a named rate limit counts runs across calls: the third in the window is refused with its wait', async () => {

@@ -84,6 +84,33 @@ describe('BullMqJobDispatcher', () => {
     expect(await dispatcher.pending()).toBe(3);
   });
 
+  it('keeps the counters a worker reads back (snoozes, contentions, deferrals) and the async unit marker', async () => {
+    const dispatcher = new BullMqJobDispatcher(queue, { jobRetryCount: 0 });
+
+    await dispatcher.dispatch({
+      kind: 'resume',
+      runId: 'p/score',
+      reactorName: 'p::score',
+      unit: true,
+      snoozes: 1,
+      contentions: 3,
+      deferrals: 2,
+    });
+
+    const [job] = await queue.getJobs(['waiting']);
+    // `contentions` caps the snoozes of a run waiting for its lock (lockSnoozeMaxAttempts): a job
+    // that lost it would wait forever.
+    expect(job.data).toEqual({
+      kind: 'resume',
+      runId: 'p/score',
+      reactorName: 'p::score',
+      unit: true,
+      snoozes: 1,
+      contentions: 3,
+      deferrals: 2,
+    });
+  });
+
   it('dispatchMany adds the jobs in one bulk, with the same options', async () => {
     const dispatcher = new BullMqJobDispatcher(queue, { jobRetryCount: 1 });
     const jobs = [0, 1, 2].map((index) => ({
