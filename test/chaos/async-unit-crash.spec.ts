@@ -3,37 +3,21 @@
  * lease expires the recovery sweep offers it again, another worker runs it (once more, at most),
  * its end resumes the parent parked on it, and the parent completes with every other step run once.
  */
-import type Redis from 'ioredis';
-import { cleanupPrefix, createTestRedis, uniquePrefix } from '../setup/redis';
-import { quitAndWait } from '../e2e/e2e.fixtures';
 import { CHAOS_ASYNC_PROVIDERS, ChaosAsyncReactor } from './chaos.fixtures';
-import { createChaosApp, stopAllWorkers, waitFor, WorkerProcess, type ChaosApp } from './chaos.harness';
+import { useChaosProducer, waitFor, WorkerProcess } from './chaos.harness';
 
 const LEASE_TTL_MS = 1500;
 
 describe('chaos: a worker killed inside an async unit (Redis, BullMQ, child processes)', () => {
-  const prefix = uniquePrefix('chaos-async-crash');
-  let redis: Redis;
-  let producer: ChaosApp;
-
-  beforeAll(async () => {
-    redis = createTestRedis();
-    producer = await createChaosApp(prefix, { leaseTtlMs: LEASE_TTL_MS }, { providers: CHAOS_ASYNC_PROVIDERS });
-  });
-
-  afterEach(async () => {
-    await stopAllWorkers();
-  });
-
-  afterAll(async () => {
-    await stopAllWorkers();
-    await producer?.app.close();
-    await cleanupPrefix(redis, prefix);
-    await quitAndWait(redis);
-  });
+  const chaos = useChaosProducer(
+    'chaos-async-crash',
+    { leaseTtlMs: LEASE_TTL_MS },
+    { providers: CHAOS_ASYNC_PROVIDERS },
+  );
+  const { prefix } = chaos;
 
   it('SIGKILL inside the unit: the sweeper offers the unit again, worker B runs it once more, the parent completes', async () => {
-    const { client, keys } = producer;
+    const { client, keys } = chaos.producer;
     const workerA = await WorkerProcess.start('A', prefix, {
       CRASH_AT_STEP: 'unit',
       LEASE_TTL_MS: String(LEASE_TTL_MS),
@@ -42,7 +26,7 @@ describe('chaos: a worker killed inside an async unit (Redis, BullMQ, child proc
     const runId = started.runId;
     const unitRunId = `${runId}/unit`;
 
-    await waitFor(async () => (await redis.exists(keys.inside(unitRunId, 'unit'))) === 1, {
+    await waitFor(async () => (await chaos.redis.exists(keys.inside(unitRunId, 'unit'))) === 1, {
       timeoutMs: 15_000,
       what: () => `worker A inside the unit (output:\n${workerA.output})`,
     });
@@ -62,7 +46,7 @@ describe('chaos: a worker killed inside an async unit (Redis, BullMQ, child proc
     );
     const done = await client.wait<string>(runId, { timeoutMs: 5_000 });
     expect(done).toMatchObject({ status: 'completed', value: 'seed>s1>unit>s2' });
-    const ran = async (id: string, step: string) => Number(await redis.get(keys.ran(id, step)));
+    const ran = async (id: string, step: string) => Number(await chaos.redis.get(keys.ran(id, step)));
     expect(await ran(runId, 's1')).toBe(1);
     expect(await ran(unitRunId, 'unit')).toBe(2);
     expect(await ran(runId, 's2')).toBe(1);

@@ -13,7 +13,9 @@ import { ReactorClient } from '../../lib/nest/reactor.client';
 import { ReactorModule } from '../../lib/nest/reactor.module';
 import type { RedisReactorRuntime } from '../../lib/runtime/redis.runtime';
 import { CapturingLogger } from '../nest/fixtures';
-import { onCluster, reactorRedisOption, redisUrl } from '../setup/redis';
+import type Redis from 'ioredis';
+import { cleanupPrefix, createTestRedis, onCluster, reactorRedisOption, redisUrl, uniquePrefix } from '../setup/redis';
+import { quitAndWait } from '../e2e/e2e.fixtures';
 import { ChaosFixturesModule, ChaosKeys, type ChaosConfig } from './chaos.fixtures';
 
 const ROOT = resolve(__dirname, '..', '..');
@@ -193,5 +195,60 @@ export async function createChaosApp(
     runtime: app.get<RedisReactorRuntime>(REACTOR_RUNTIME),
     logger,
     keys: new ChaosKeys(prefix),
+  };
+}
+
+/** What {@link useChaosProducer} hands a spec: read its members inside hooks and tests. */
+export interface ChaosProducer {
+  readonly prefix: string;
+  /** The producer app (set in `beforeAll`). */
+  readonly producer: ChaosApp;
+  /** A plain connection for the spec's own reads (set in `beforeAll`). */
+  readonly redis: Redis;
+}
+
+/**
+ * The lifecycle most chaos specs share: a key prefix of their own, a producer app
+ * ({@link createChaosApp} with `options` and `extra`) and a Redis connection made before the tests; every worker
+ * process stopped after each test; after the file, the workers, the app, the prefix's keys and
+ * the connection gone.
+ */
+export function useChaosProducer(
+  name: string,
+  options: Omit<ReactorModuleOptions, 'prefix' | 'redis'> = {},
+  extra: Parameters<typeof createChaosApp>[2] = {},
+): ChaosProducer {
+  const prefix = uniquePrefix(name);
+  let redis: Redis | undefined;
+  let producer: ChaosApp | undefined;
+
+  beforeAll(async () => {
+    redis = createTestRedis();
+    producer = await createChaosApp(prefix, options, extra);
+  });
+
+  afterEach(async () => {
+    await stopAllWorkers();
+  });
+
+  afterAll(async () => {
+    await stopAllWorkers();
+    await producer?.app.close();
+    if (redis) {
+      await cleanupPrefix(redis, prefix);
+      await quitAndWait(redis);
+    }
+  });
+
+  return {
+    prefix,
+    get producer(): ChaosApp {
+      if (!producer) throw new Error(`chaos producer '${name}' is read before beforeAll made it`);
+      return producer;
+    },
+    get redis(): Redis {
+      if (!redis) throw new Error(`chaos Redis connection '${name}' is read before beforeAll made it`);
+      return redis;
+    },
   };
 }

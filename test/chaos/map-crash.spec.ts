@@ -4,13 +4,10 @@
  * no record, no live lease); worker B runs them and the rest, and the owner run completes with
  * every index's value exactly once.
  */
-import type Redis from 'ioredis';
 import { elementRunId, mapIdOf } from '../../lib/core/model/keys';
 import type { MapResults } from '../../lib/core/map/map-results';
-import { cleanupPrefix, createTestRedis, uniquePrefix } from '../setup/redis';
-import { quitAndWait } from '../e2e/e2e.fixtures';
 import { CHAOS_MAP_BATCH, ChaosMapReactor, mapItems } from './chaos.fixtures';
-import { createChaosApp, stopAllWorkers, waitFor, WorkerProcess, type ChaosApp } from './chaos.harness';
+import { useChaosProducer, waitFor, WorkerProcess } from './chaos.harness';
 
 const LEASE_TTL_MS = 1500;
 const COUNT = 60;
@@ -18,28 +15,11 @@ const COUNT = 60;
 const CRASH_FROM = 15;
 
 describe('chaos: a worker killed while map elements run (Redis, BullMQ, child processes)', () => {
-  const prefix = uniquePrefix('chaos-map-crash');
-  let redis: Redis;
-  let producer: ChaosApp;
-
-  beforeAll(async () => {
-    redis = createTestRedis();
-    producer = await createChaosApp(prefix, { leaseTtlMs: LEASE_TTL_MS });
-  });
-
-  afterEach(async () => {
-    await stopAllWorkers();
-  });
-
-  afterAll(async () => {
-    await stopAllWorkers();
-    await producer?.app.close();
-    await cleanupPrefix(redis, prefix);
-    await quitAndWait(redis);
-  });
+  const chaos = useChaosProducer('chaos-map-crash', { leaseTtlMs: LEASE_TTL_MS });
+  const { prefix } = chaos;
 
   it('SIGKILL with a window of elements in flight: the lost ones re-run once, every index settles once', async () => {
-    const { client, keys } = producer;
+    const { client, keys } = chaos.producer;
     const workerA = await WorkerProcess.start('A', prefix, {
       CRASH_FROM_ELEMENT: String(CRASH_FROM),
       LEASE_TTL_MS: String(LEASE_TTL_MS),
@@ -49,7 +29,7 @@ describe('chaos: a worker killed while map elements run (Redis, BullMQ, child pr
     const mapId = mapIdOf(runId, 'items');
 
     // Elements 0..14 complete; 15..24 (a full window) are dispatched as the window slides, and hang.
-    await waitFor(async () => (await redis.scard(keys.elementsInside(mapId))) === CHAOS_MAP_BATCH, {
+    await waitFor(async () => (await chaos.redis.scard(keys.elementsInside(mapId))) === CHAOS_MAP_BATCH, {
       timeoutMs: 15_000,
       what: () => `a full window inside (output of A:\n${workerA.output})`,
     });
@@ -79,7 +59,9 @@ describe('chaos: a worker killed while map elements run (Redis, BullMQ, child pr
     );
 
     const ran = await Promise.all(
-      Array.from({ length: COUNT }, async (_, i) => Number(await redis.get(keys.element(elementRunId(mapId, i))))),
+      Array.from({ length: COUNT }, async (_, i) =>
+        Number(await chaos.redis.get(keys.element(elementRunId(mapId, i)))),
+      ),
     );
     const expected = Array.from({ length: COUNT }, (_, i) =>
       i >= CRASH_FROM && i < CRASH_FROM + CHAOS_MAP_BATCH ? 2 : 1,

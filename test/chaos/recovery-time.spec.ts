@@ -12,11 +12,8 @@
  * Neither is early: nothing recovers the run before its lease could have expired. Set
  * CHAOS_REPORT=1 to print the measured times.
  */
-import type Redis from 'ioredis';
-import { cleanupPrefix, createTestRedis, uniquePrefix } from '../setup/redis';
-import { quitAndWait } from '../e2e/e2e.fixtures';
 import { CHAIN_STEPS, ChaosChainReactor } from './chaos.fixtures';
-import { createChaosApp, stopAllWorkers, waitFor, WorkerProcess, type ChaosApp } from './chaos.harness';
+import { useChaosProducer, waitFor, WorkerProcess } from './chaos.harness';
 
 const LEASE_TTL_MS = 3_000;
 const SWEEP_INTERVAL_MS = 1_000;
@@ -31,25 +28,8 @@ function report(what: string, ms: number): void {
 }
 
 describe('chaos: recovery time after a worker dies (lease TTL + sweep interval; Redis, BullMQ, child processes)', () => {
-  const prefix = uniquePrefix('chaos-recovery-time');
-  let redis: Redis;
-  let producer: ChaosApp;
-
-  beforeAll(async () => {
-    redis = createTestRedis();
-    producer = await createChaosApp(prefix, { leaseTtlMs: LEASE_TTL_MS });
-  });
-
-  afterEach(async () => {
-    await stopAllWorkers();
-  });
-
-  afterAll(async () => {
-    await stopAllWorkers();
-    await producer?.app.close();
-    await cleanupPrefix(redis, prefix);
-    await quitAndWait(redis);
-  });
+  const chaos = useChaosProducer('chaos-recovery-time', { leaseTtlMs: LEASE_TTL_MS });
+  const { prefix } = chaos;
 
   /** Start a chain run in worker A (misbehaving at s3 per `envA`), then worker B with the sweeper. */
   async function runStuckInA(envA: Record<string, string>): Promise<{
@@ -57,12 +37,12 @@ describe('chaos: recovery time after a worker dies (lease TTL + sweep interval; 
     workerA: WorkerProcess;
     workerB: WorkerProcess;
   }> {
-    const { client, keys } = producer;
+    const { client, keys } = chaos.producer;
     const workerA = await WorkerProcess.start('A', prefix, { LEASE_TTL_MS: String(LEASE_TTL_MS), ...envA });
     const started = await client.start(ChaosChainReactor, { seed: 'seed' });
     expect(started.status).toBe('dispatched');
     const runId = started.runId;
-    await waitFor(async () => (await redis.exists(keys.inside(runId, 's3'))) === 1, {
+    await waitFor(async () => (await chaos.redis.exists(keys.inside(runId, 's3'))) === 1, {
       timeoutMs: 15_000,
       what: () => `worker A inside s3 (output:\n${workerA.output})`,
     });
@@ -75,7 +55,7 @@ describe('chaos: recovery time after a worker dies (lease TTL + sweep interval; 
   }
 
   async function completedWithin(runId: string, timeoutMs: number, workerB: WorkerProcess): Promise<void> {
-    await waitFor(async () => (await producer.client.get(runId))?.status === 'completed', {
+    await waitFor(async () => (await chaos.producer.client.get(runId))?.status === 'completed', {
       timeoutMs,
       intervalMs: 50,
       what: () => `run completed (B:\n${workerB.output})`,
@@ -83,10 +63,10 @@ describe('chaos: recovery time after a worker dies (lease TTL + sweep interval; 
   }
 
   async function expectFinishedOnce(runId: string): Promise<void> {
-    const done = await producer.client.wait<string>(runId, { timeoutMs: 5_000 });
+    const done = await chaos.producer.client.wait<string>(runId, { timeoutMs: 5_000 });
     expect(done.status === 'completed' && done.value).toBe('seed>s1>s2>s3>s4>s5>s6');
     const ran: Record<string, number> = {};
-    for (const step of CHAIN_STEPS) ran[step] = Number(await redis.get(producer.keys.ran(runId, step)));
+    for (const step of CHAIN_STEPS) ran[step] = Number(await chaos.redis.get(chaos.producer.keys.ran(runId, step)));
     expect(ran).toEqual({ s1: 1, s2: 1, s3: 2, s4: 1, s5: 1, s6: 1 });
   }
 

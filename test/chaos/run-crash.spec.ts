@@ -3,37 +3,17 @@
  * recovery sweep re-enqueues the run, another worker resumes it from its last checkpoint, and it
  * completes with every checkpointed step run exactly once.
  */
-import type Redis from 'ioredis';
-import { cleanupPrefix, createTestRedis, uniquePrefix } from '../setup/redis';
-import { quitAndWait } from '../e2e/e2e.fixtures';
 import { CHAIN_STEPS, ChaosChainReactor } from './chaos.fixtures';
-import { createChaosApp, stopAllWorkers, waitFor, WorkerProcess, type ChaosApp } from './chaos.harness';
+import { useChaosProducer, waitFor, WorkerProcess } from './chaos.harness';
 
 const LEASE_TTL_MS = 1500;
 
 describe('chaos: a worker killed inside a step (Redis, BullMQ, child processes)', () => {
-  const prefix = uniquePrefix('chaos-run-crash');
-  let redis: Redis;
-  let producer: ChaosApp;
-
-  beforeAll(async () => {
-    redis = createTestRedis();
-    producer = await createChaosApp(prefix, { leaseTtlMs: LEASE_TTL_MS });
-  });
-
-  afterEach(async () => {
-    await stopAllWorkers();
-  });
-
-  afterAll(async () => {
-    await stopAllWorkers();
-    await producer?.app.close();
-    await cleanupPrefix(redis, prefix);
-    await quitAndWait(redis);
-  });
+  const chaos = useChaosProducer('chaos-run-crash', { leaseTtlMs: LEASE_TTL_MS });
+  const { prefix } = chaos;
 
   it('SIGKILL inside s3: the sweeper re-enqueues the run after the lease TTL and worker B finishes it', async () => {
-    const { client, keys } = producer;
+    const { client, keys } = chaos.producer;
     const workerA = await WorkerProcess.start('A', prefix, {
       CRASH_AT_STEP: 's3',
       LEASE_TTL_MS: String(LEASE_TTL_MS),
@@ -42,7 +22,7 @@ describe('chaos: a worker killed inside a step (Redis, BullMQ, child processes)'
     expect(started.status).toBe('dispatched');
     const runId = started.runId;
 
-    await waitFor(async () => (await redis.exists(keys.inside(runId, 's3'))) === 1, {
+    await waitFor(async () => (await chaos.redis.exists(keys.inside(runId, 's3'))) === 1, {
       timeoutMs: 15_000,
       what: () => `worker A inside s3 (output:\n${workerA.output})`,
     });
@@ -74,9 +54,9 @@ describe('chaos: a worker killed inside a step (Redis, BullMQ, child processes)'
     expect(done.results).toEqual(results);
 
     const ran: Record<string, number> = {};
-    for (const step of CHAIN_STEPS) ran[step] = Number(await redis.get(keys.ran(runId, step)));
+    for (const step of CHAIN_STEPS) ran[step] = Number(await chaos.redis.get(keys.ran(runId, step)));
     expect(ran).toEqual({ s1: 1, s2: 1, s3: 2, s4: 1, s5: 1, s6: 1 });
-    expect(await redis.lrange(keys.log(runId), 0, -1)).toEqual(['s1', 's2', 's3', 's3', 's4', 's5', 's6']);
+    expect(await chaos.redis.lrange(keys.log(runId), 0, -1)).toEqual(['s1', 's2', 's3', 's3', 's4', 's5', 's6']);
     expect((await client.get(runId))?.completed).toEqual([...CHAIN_STEPS]);
     expect(workerB.alive).toBe(true);
   }, 45_000);

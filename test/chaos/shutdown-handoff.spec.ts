@@ -10,13 +10,10 @@
  *
  * Set CHAOS_REPORT=1 to print the measured times.
  */
-import type Redis from 'ioredis';
 import { elementRunId, mapIdOf } from '../../lib/core/model/keys';
 import type { MapResults } from '../../lib/core/map/map-results';
-import { cleanupPrefix, createTestRedis, uniquePrefix } from '../setup/redis';
-import { quitAndWait } from '../e2e/e2e.fixtures';
 import { CHAIN_STEPS, ChaosChainReactor, ChaosMapReactor, mapItems } from './chaos.fixtures';
-import { createChaosApp, stopAllWorkers, waitFor, WorkerProcess, type ChaosApp } from './chaos.harness';
+import { useChaosProducer, waitFor, WorkerProcess } from './chaos.harness';
 
 /** Far above every wait of these tests: a run finished before it was not recovered by a lease expiry. */
 const LONG_LEASE_TTL_MS = 60_000;
@@ -30,28 +27,11 @@ function report(what: string, ms: number): void {
 }
 
 describe('chaos: SIGTERM hands the run off to another worker (Redis, BullMQ, child processes)', () => {
-  const prefix = uniquePrefix('chaos-handoff');
-  let redis: Redis;
-  let producer: ChaosApp;
-
-  beforeAll(async () => {
-    redis = createTestRedis();
-    producer = await createChaosApp(prefix, { leaseTtlMs: LONG_LEASE_TTL_MS });
-  });
-
-  afterEach(async () => {
-    await stopAllWorkers();
-  });
-
-  afterAll(async () => {
-    await stopAllWorkers();
-    await producer?.app.close();
-    await cleanupPrefix(redis, prefix);
-    await quitAndWait(redis);
-  });
+  const chaos = useChaosProducer('chaos-handoff', { leaseTtlMs: LONG_LEASE_TTL_MS });
+  const { prefix } = chaos;
 
   it('SIGTERM during a long step: worker B finishes the run well within the lease TTL, the step run twice, duplicates harmless', async () => {
-    const { client, keys, runtime } = producer;
+    const { client, keys, runtime } = chaos.producer;
     const workerA = await WorkerProcess.start('A', prefix, {
       SLOW_AT_STEP: 's3',
       SLOW_MS: '120000', // the long step: far longer than the test, unless its signal is aborted
@@ -61,7 +41,7 @@ describe('chaos: SIGTERM hands the run off to another worker (Redis, BullMQ, chi
     const started = await client.start(ChaosChainReactor, { seed: 'seed' });
     expect(started.status).toBe('dispatched');
     const runId = started.runId;
-    await waitFor(async () => (await redis.exists(keys.inside(runId, 's3'))) === 1, {
+    await waitFor(async () => (await chaos.redis.exists(keys.inside(runId, 's3'))) === 1, {
       timeoutMs: 15_000,
       what: () => `worker A inside s3 (output:\n${workerA.output})`,
     });
@@ -101,22 +81,22 @@ describe('chaos: SIGTERM hands the run off to another worker (Redis, BullMQ, chi
     expect(done.status === 'completed' && done.value).toBe('seed>s1>s2>s3>s4>s5>s6');
     // s3 ran in A (aborted, nothing written) and once more in B; every other step exactly once.
     const ran: Record<string, number> = {};
-    for (const step of CHAIN_STEPS) ran[step] = Number(await redis.get(keys.ran(runId, step)));
+    for (const step of CHAIN_STEPS) ran[step] = Number(await chaos.redis.get(keys.ran(runId, step)));
     expect(ran).toEqual({ s1: 1, s2: 1, s3: 2, s4: 1, s5: 1, s6: 1 });
-    expect(await redis.lrange(keys.log(runId), 0, -1)).toEqual(['s1', 's2', 's3', 's3', 's4', 's5', 's6']);
+    expect(await chaos.redis.lrange(keys.log(runId), 0, -1)).toEqual(['s1', 's2', 's3', 's3', 's4', 's5', 's6']);
     // The snoozed duplicates come back to a finished run and leave it alone.
     await waitFor(async () => (await runtime.dispatcher.pending()) === 0, {
       timeoutMs: 15_000,
       intervalMs: 100,
       what: 'the duplicate deliveries settled',
     });
-    expect(Number(await redis.get(keys.ran(runId, 's4')))).toBe(1);
+    expect(Number(await chaos.redis.get(keys.ran(runId, 's4')))).toBe(1);
     expect((await client.get(runId))?.status).toBe('completed');
     expect(workerB.alive).toBe(true);
   }, 90_000);
 
   it('SIGTERM while map elements run: each element is handed off and worker B finishes the map within the lease TTL', async () => {
-    const { client, keys } = producer;
+    const { client, keys } = chaos.producer;
     const count = 3;
     const workerA = await WorkerProcess.start('A', prefix, {
       SLOW_FROM_ELEMENT: '0',
@@ -127,7 +107,7 @@ describe('chaos: SIGTERM hands the run off to another worker (Redis, BullMQ, chi
     const started = await client.start(ChaosMapReactor, mapItems(count));
     const runId = started.runId;
     const mapId = mapIdOf(runId, 'items');
-    await waitFor(async () => (await redis.scard(keys.elementsInside(mapId))) === count, {
+    await waitFor(async () => (await chaos.redis.scard(keys.elementsInside(mapId))) === count, {
       timeoutMs: 15_000,
       what: () => `worker A inside every element (output:\n${workerA.output})`,
     });
@@ -149,7 +129,7 @@ describe('chaos: SIGTERM hands the run off to another worker (Redis, BullMQ, chi
         new RegExp(`Element ${index} of map '${mapId}' was stopped at shutdown and handed off`),
       );
       // Once in A (stopped), once in B.
-      expect(Number(await redis.get(keys.element(elementRunId(mapId, index))))).toBe(2);
+      expect(Number(await chaos.redis.get(keys.element(elementRunId(mapId, index))))).toBe(2);
     }
     const done = await client.wait<MapResults<number>>(runId, { timeoutMs: 5_000 });
     expect(done.status).toBe('completed');
