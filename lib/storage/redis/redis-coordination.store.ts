@@ -58,11 +58,13 @@ const TURN_STATES: ReadonlySet<string> = new Set<OrderTurn['state']>([
  * ## Round trips and time
  *
  * Every operation is one command: a script for each lock, semaphore, rate and ordered-lock
- * operation (`lockAcquire-2.lua`, `semaphoreAcquire-1.lua`, `rateConsume-1.lua`,
+ * operation (`lockAcquire-2.lua`, `semaphoreAcquire-1.lua`, `rateConsume-n.lua`,
  * `orderTurn-5.lua`, ...), `EXISTS` / `SET PX` for periods (one command each needs no script),
  * and `TIME` for {@link now}. The scripts read the time with `TIME` and expiries are Redis's own,
- * so every process agrees on windows and leases whatever its clock. A rate limit's counters are
- * named inside `rateConsume-1.lua` from that time, under the base key it is given (same tag).
+ * so every process agrees on windows and leases whatever its clock. Every key a script touches is
+ * declared in its KEYS: a rate limit's counters are named here, as candidates around this
+ * process's estimate of Redis's time, and `rateConsume-n.lua` picks the current one by TIME (a
+ * miss teaches the estimate and is sent again).
  *
  * The client is the caller's: this class never closes it.
  *
@@ -72,6 +74,8 @@ const TURN_STATES: ReadonlySet<string> = new Set<OrderTurn['state']>([
  */
 export class RedisCoordinationStore implements CoordinationStore {
   private readonly keys: RedisKeys;
+  /** Redis's time minus this process's clock, as last measured by a rate limit's miss (ms). */
+  private clockOffsetMs = 0;
 
   constructor(
     private readonly redis: RedisConnection,
@@ -130,13 +134,39 @@ export class RedisCoordinationStore implements CoordinationStore {
     return (await this.integer('semaphoreRelease', [this.semaphoreKey(key)], [holder], key)) === 1;
   }
 
-  /** `rateConsume-1.lua`. */
+  /**
+   * `rateConsume-n.lua`, on keys it declares: for each window, the counters of the indexes around
+   * this process's estimate of Redis's time (the local clock plus the offset learned from Redis);
+   * the script picks the current one by TIME. A miss (the estimate was off by more than the slack)
+   * touches nothing and answers Redis's time: the offset is learned from it and the call is sent
+   * again, with twice the slack. One round trip when the clocks agree.
+   */
   async consumeRate(key: string, windows: readonly RateWindow[]): Promise<RateReply> {
-    const args = checkRateWindows(windows).flatMap((w) => [w.windowMs, w.limit]);
-    const reply = await this.script('rateConsume', [this.keys.coordinationKey('rate', name(key))], args, key);
-    return reply[0] === 1
-      ? { allowed: true }
-      : { allowed: false, window: Number(reply[1]), retryAfterMs: Number(reply[2]) };
+    const checked = checkRateWindows(windows);
+    const base = this.keys.coordinationKey('rate', name(key));
+    let slackMs = RATE_CLOCK_SLACK_MS;
+    for (let attempt = 1; ; attempt++) {
+      const estimate = Date.now() + this.clockOffsetMs;
+      const keys: string[] = [];
+      const args: number[] = [checked.length];
+      for (const { windowMs, limit } of checked) {
+        let first = Math.floor((estimate - slackMs) / windowMs);
+        let last = Math.floor((estimate + slackMs) / windowMs);
+        if (last - first >= RATE_MAX_CANDIDATES) {
+          first = Math.floor(estimate / windowMs) - RATE_MAX_CANDIDATES / 2;
+          last = first + RATE_MAX_CANDIDATES - 1;
+        }
+        args.push(windowMs, limit, first, last - first + 1);
+        for (let index = first; index <= last; index++) keys.push(`${base}:${windowMs}:${index}`);
+      }
+      const sentAt = Date.now();
+      const reply = await this.script('rateConsume', keys, args, key);
+      if (reply[0] === 1) return { allowed: true };
+      if (reply[0] === 0) return { allowed: false, window: Number(reply[1]), retryAfterMs: Number(reply[2]) };
+      if (reply[0] !== -1 || attempt >= RATE_ATTEMPTS) throw refused('rateConsume', reply, key);
+      this.clockOffsetMs = Number(reply[1]) - Math.round((sentAt + Date.now()) / 2);
+      slackMs *= 2;
+    }
   }
 
   /** One `EXISTS`. */
@@ -241,6 +271,13 @@ function name(key: string): string {
 function counterTtl(ttl: number): number {
   return Math.max(COORDINATION_COUNTER_TTL_MS, ttl);
 }
+
+/** Candidate indexes of a rate window cover the estimate of Redis's time +- this much (ms). */
+const RATE_CLOCK_SLACK_MS = 250;
+/** At most this many candidate keys per window (an even number). */
+const RATE_MAX_CANDIDATES = 64;
+/** Sends of one `consumeRate` before a miss is an error (each learns the clock and doubles the slack). */
+const RATE_ATTEMPTS = 4;
 
 function refused(script: ScriptName, reply: unknown, key: string): InternalError {
   const what =

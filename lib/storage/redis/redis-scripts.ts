@@ -50,7 +50,7 @@ export const SCRIPT_FILES = {
   semaphoreAcquire: 'semaphoreAcquire-1.lua',
   semaphoreExtend: 'semaphoreExtend-1.lua',
   semaphoreRelease: 'semaphoreRelease-1.lua',
-  rateConsume: 'rateConsume-1.lua',
+  rateConsume: 'rateConsume-n.lua',
   orderAssign: 'orderAssign-5.lua',
   orderTurn: 'orderTurn-5.lua',
   orderHeartbeat: 'orderHeartbeat-2.lua',
