@@ -24,6 +24,22 @@ export interface ReactorDashboardOptions {
    * `capped` beyond; narrow them with a time range. @default 10000
    */
   countLimit?: number;
+  /**
+   * The origin (or origins) browsers reach the dashboard at, such as `'https://ops.example.com'`
+   * (scheme, host and port; no path): an action whose `Origin` is not one of them is refused. Set it
+   * when a proxy in front of the app changes the scheme or the host (TLS terminated at the proxy).
+   * Unset, an action's `Origin` is compared with the request's own origin: the connection's scheme
+   * and the `Host` header. Not with `trustProxy`.
+   */
+  publicOrigin?: string | readonly string[];
+  /**
+   * Take the request's own scheme and host from `X-Forwarded-Proto` and `X-Forwarded-Host` (the last
+   * value of each, when a proxy appended to a list) for the origin check of actions. Only when every
+   * request reaches the app through a proxy that sets both (so a client cannot choose them): a page
+   * on another site that may send headers (an app granting CORS) could otherwise pass its own origin
+   * off as the app's. Prefer `publicOrigin`. @default false
+   */
+  trustProxy?: boolean;
 }
 
 /** The options with their defaults. @internal */
@@ -33,12 +49,47 @@ export interface ResolvedDashboardOptions {
   imports: NonNullable<ModuleMetadata['imports']>;
   pollIntervalMs: number;
   countLimit: number;
+  /** The `publicOrigin`s, serialized (`https://host[:port]`); empty when unset. */
+  publicOrigins: string[];
+  trustProxy: boolean;
 }
 
 /** Injection token of the resolved options. @internal */
 export const DASHBOARD_OPTIONS = Symbol('nest-reactor:dashboard-options');
 
+/** Segments of unreserved characters separated by single slashes; a segment of dots only is refused below. */
 const PATH = /^[A-Za-z0-9._~-]+(\/[A-Za-z0-9._~-]+)*$/;
+const PATH_EXPECTED =
+  "a plain URL path such as 'reactor' or 'admin/reactor' (segments of letters, digits, '-', '.', '_' and '~' " +
+  "separated by single slashes, no '.' or '..' segment, no '//')";
+
+/** The path without one leading and one trailing slash, if it is a plain path; otherwise undefined. */
+function plainPath(value: unknown): string | undefined {
+  if (typeof value !== 'string') return undefined;
+  const path = value.replace(/^\//, '').replace(/\/$/, '');
+  if (!PATH.test(path)) return undefined;
+  if (path.split('/').some((segment) => /^\.+$/.test(segment))) return undefined;
+  return path;
+}
+
+const ORIGIN_EXPECTED =
+  "an origin such as 'https://ops.example.com' (http or https, a host, a port; no path), or a list of them";
+
+/** A configured origin, serialized; undefined if it is not exactly `http(s)://host[:port]` (an optional trailing `/`). */
+function publicOrigin(value: unknown): string | undefined {
+  if (typeof value !== 'string') return undefined;
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    return undefined;
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') return undefined;
+  if (url.username !== '' || url.password !== '' || url.pathname !== '/' || url.search !== '' || url.hash !== '')
+    return undefined;
+  if (!/^https?:\/\/[^/?#@]+\/?$/i.test(value)) return undefined;
+  return url.origin;
+}
 
 function isGuard(value: unknown): value is CanActivate | Type<CanActivate> {
   if (typeof value === 'function') return typeof (value.prototype as Partial<CanActivate>)?.canActivate === 'function';
@@ -56,12 +107,9 @@ export function resolveDashboardOptions(
 ): ResolvedDashboardOptions {
   if (typeof options !== 'object' || options === null)
     throw new ConfigurationError(messages.dashboardOptionInvalid('options', 'an object', options));
-  const path = (options.path ?? 'reactor').replace(/^\/+|\/+$/g, '');
-  if (!PATH.test(path))
-    throw new ConfigurationError(
-      messages.dashboardOptionInvalid('path', "a URL path such as 'reactor' or 'admin/reactor'", options.path),
-      'path',
-    );
+  const path = plainPath(options.path ?? 'reactor');
+  if (path === undefined)
+    throw new ConfigurationError(messages.dashboardOptionInvalid('path', PATH_EXPECTED, options.path), 'path');
   if (options.guard === undefined) {
     if (nodeEnv !== 'development') throw new ConfigurationError(messages.dashboardWithoutGuard(nodeEnv), 'guard');
   } else if (!isGuard(options.guard)) {
@@ -82,5 +130,48 @@ export function resolveDashboardOptions(
       messages.dashboardOptionInvalid('countLimit', 'an integer >= 1', options.countLimit),
       'countLimit',
     );
-  return { path, guard: options.guard, imports: options.imports ?? [], pollIntervalMs, countLimit };
+  const trustProxy = options.trustProxy ?? false;
+  if (typeof trustProxy !== 'boolean')
+    throw new ConfigurationError(
+      messages.dashboardOptionInvalid('trustProxy', 'a boolean', options.trustProxy),
+      'trustProxy',
+    );
+  const publicOrigins: string[] = [];
+  if (options.publicOrigin !== undefined) {
+    const list: readonly unknown[] = Array.isArray(options.publicOrigin)
+      ? options.publicOrigin
+      : [options.publicOrigin];
+    for (const value of list) {
+      const origin = publicOrigin(value);
+      if (origin === undefined)
+        throw new ConfigurationError(
+          messages.dashboardOptionInvalid('publicOrigin', ORIGIN_EXPECTED, options.publicOrigin),
+          'publicOrigin',
+        );
+      publicOrigins.push(origin);
+    }
+    if (publicOrigins.length === 0)
+      throw new ConfigurationError(
+        messages.dashboardOptionInvalid('publicOrigin', ORIGIN_EXPECTED, options.publicOrigin),
+        'publicOrigin',
+      );
+    if (trustProxy)
+      throw new ConfigurationError(
+        messages.dashboardOptionInvalid(
+          'trustProxy',
+          "false when 'publicOrigin' is set (the configured origin is the one actions are compared with)",
+          options.trustProxy,
+        ),
+        'trustProxy',
+      );
+  }
+  return {
+    path,
+    guard: options.guard,
+    imports: options.imports ?? [],
+    pollIntervalMs,
+    countLimit,
+    publicOrigins,
+    trustProxy,
+  };
 }

@@ -6,7 +6,7 @@ import { ReactorModule } from '../../lib/nest/reactor.module';
 import { ConfigurationError } from '../../lib/core/errors/configuration.error';
 import { ReactorDashboardModule } from '../../lib/dashboard';
 import type { DashboardRun, DashboardRunList } from '../../lib/dashboard';
-import { CARD, DASHBOARD_PROVIDERS, Switches, TOKEN, dashboardApp } from './dashboard.fixtures';
+import { CARD, DASHBOARD_PROVIDERS, Switches, TOKEN, dashboardApp, forgedActions } from './dashboard.fixtures';
 
 const AUTH = { authorization: `Bearer ${TOKEN}` };
 const ACTION = { ...AUTH, 'x-reactor-dashboard': '1', 'content-type': 'application/json' };
@@ -33,8 +33,52 @@ describe('ReactorDashboardModule.forRoot (mounting)', () => {
   it('refuses a guard that is not a CanActivate, and a bad path', () => {
     expect(() => ReactorDashboardModule.forRoot({ guard: {} as never })).toThrow(/'guard' must be a CanActivate/);
     expect(() => ReactorDashboardModule.forRoot({ guard: { canActivate: () => true }, path: 'a b' })).toThrow(
-      /'path' must be a URL path/,
+      /'path' must be a plain URL path/,
     );
+  });
+
+  it.each([
+    '../x',
+    '//evil.com',
+    '/../x',
+    'a/../b',
+    './a',
+    'a/.',
+    '...',
+    'a//b',
+    '///a',
+    '/',
+    '',
+    'a\\b',
+    'http://evil.com',
+  ])('refuses a path that is not a plain path (%j), naming the option', (path) => {
+    const mount = () => ReactorDashboardModule.forRoot({ guard: { canActivate: () => true }, path });
+    expect(mount).toThrow(ConfigurationError);
+    expect(mount).toThrow(/forRoot\(\): 'path' must be a plain URL path .*no '\.' or '\.\.' segment, no '\/\/'/);
+  });
+
+  it.each([
+    ['publicOrigin', 'ops.example.com'],
+    ['publicOrigin', 'https://ops.example.com/admin'],
+    ['publicOrigin', 'https://user@ops.example.com'],
+    ['publicOrigin', 'ftp://ops.example.com'],
+    ['publicOrigin', []],
+    ['publicOrigin', ['https://ops.example.com', 'nope']],
+    ['trustProxy', 'yes'],
+  ])('refuses %s %j, naming the option', (option, value) => {
+    const mount = () => ReactorDashboardModule.forRoot({ guard: { canActivate: () => true }, [option]: value });
+    expect(mount).toThrow(ConfigurationError);
+    expect(mount).toThrow(new RegExp(`forRoot\\(\\): '${option}' must be`));
+  });
+
+  it('refuses publicOrigin and trustProxy together', () => {
+    expect(() =>
+      ReactorDashboardModule.forRoot({
+        guard: { canActivate: () => true },
+        publicOrigin: 'https://ops.example.com',
+        trustProxy: true,
+      }),
+    ).toThrow(/'trustProxy' must be false when 'publicOrigin' is set/);
   });
 
   it('builds a guard class with its dependencies from `imports`, and mounts two dashboards side by side', async () => {
@@ -178,6 +222,139 @@ describe('the dashboard (API over the ReactorClient, Express)', () => {
       expect(full.inputs).toEqual({ orderId: 'sec-4', card: '[REDACTED]' });
       expect(full.failure?.stepArguments).toEqual({ orderId: 'sec-4', card: '[REDACTED]' });
     });
+  });
+
+  describe('cross-site actions, against an app granting CORS with credentials (listening on a real port)', () => {
+    let served: INestApplication;
+    let host: string;
+    const at = () => request(`http://${host}`);
+
+    beforeAll(async () => {
+      served = await dashboardApp({}, {}, (app) => app.enableCors({ origin: true, credentials: true }));
+      await served.listen(0, '127.0.0.1');
+      host = new URL(await served.getUrl()).host;
+    });
+    afterAll(async () => {
+      await served?.close();
+    });
+
+    it('refuses every forged cancel (403), and each one leaves its run untouched', async () => {
+      const servedClient = served.get(ReactorClient);
+      // Each attempt against a paused run of its own, so one that gets through shows by name.
+      const results = [];
+      for (const [i, forged] of forgedActions(host).entries()) {
+        const target = await servedClient.run('dash-approval', { requestId: `csrf-express-${i}` });
+        const before = JSON.stringify(await servedClient.get(target.runId));
+        const reply = await at()
+          .post(`${BASE}/api/runs/${target.runId}/cancel`)
+          .set({ ...AUTH, ...forged.headers })
+          .send(forged.body);
+        const untouched = JSON.stringify(await servedClient.get(target.runId)) === before;
+        results.push({ attempt: forged.name, status: reply.status, untouched });
+      }
+      expect(results).toEqual(
+        forgedActions(host).map((forged) => ({ attempt: forged.name, status: 403, untouched: true })),
+      );
+      const paused = await servedClient.run('dash-approval', { requestId: 'csrf-express' });
+      expect(paused.status).toBe('paused');
+      // The page's own request (its origin: this scheme, host and port) is accepted.
+      await at()
+        .post(`${BASE}/api/runs/${paused.runId}/cancel`)
+        .set({ ...ACTION, origin: `http://${host}`, 'sec-fetch-site': 'same-origin' })
+        .send({ reason: 'from the page' })
+        .expect(200);
+      expect((await servedClient.wait(paused.runId, { timeoutMs: 10_000 })).status).toBe('cancelled');
+    });
+  });
+
+  describe('the origin of actions behind a proxy: publicOrigin, trustProxy', () => {
+    async function withApp(
+      options: Parameters<typeof dashboardApp>[0],
+      test: (at: () => request.Agent, host: string, client: ReactorClient) => Promise<void>,
+    ): Promise<void> {
+      const served = await dashboardApp(options);
+      try {
+        await served.listen(0, '127.0.0.1');
+        const host = new URL(await served.getUrl()).host;
+        await test(() => request.agent(`http://${host}`), host, served.get(ReactorClient));
+      } finally {
+        await served.close();
+      }
+    }
+
+    it('publicOrigin: only that origin is accepted, not the request’s own host, and forwarding headers are ignored', () =>
+      withApp({ publicOrigin: ['https://ops.example.com', 'https://ops.example.com:8443'] }, async (at, host, c) => {
+        const paused = await c.run('dash-approval', { requestId: 'public-origin' });
+        for (const headers of [
+          { origin: `http://${host}` },
+          { origin: 'http://ops.example.com' },
+          { origin: 'https://evil.example', 'x-forwarded-host': 'evil.example', 'x-forwarded-proto': 'https' },
+        ]) {
+          await at()
+            .post(`${BASE}/api/runs/${paused.runId}/cancel`)
+            .set({ ...ACTION, ...headers })
+            .send({})
+            .expect(403);
+          expect((await c.get(paused.runId))?.status).toBe('paused');
+        }
+        await at()
+          .post(`${BASE}/api/runs/${paused.runId}/cancel`)
+          .set({ ...ACTION, origin: 'https://ops.example.com:8443' })
+          .send({})
+          .expect(200);
+        expect((await c.wait(paused.runId, { timeoutMs: 10_000 })).status).toBe('cancelled');
+      }));
+
+    it('trustProxy: the scheme and host come from X-Forwarded-Proto and X-Forwarded-Host (the last value)', () =>
+      withApp({ trustProxy: true }, async (at, host, c) => {
+        const paused = await c.run('dash-approval', { requestId: 'trust-proxy' });
+        const proxied = { 'x-forwarded-proto': 'https', 'x-forwarded-host': 'client-said.example, ops.example.com' };
+        for (const headers of [
+          { ...proxied, origin: `http://${host}` },
+          { ...proxied, origin: 'https://client-said.example' },
+          { ...proxied, origin: 'http://ops.example.com' },
+        ]) {
+          await at()
+            .post(`${BASE}/api/runs/${paused.runId}/cancel`)
+            .set({ ...ACTION, ...headers })
+            .send({})
+            .expect(403);
+          expect((await c.get(paused.runId))?.status).toBe('paused');
+        }
+        await at()
+          .post(`${BASE}/api/runs/${paused.runId}/cancel`)
+          .set({ ...ACTION, ...proxied, origin: 'https://ops.example.com' })
+          .send({})
+          .expect(200);
+        expect((await c.wait(paused.runId, { timeoutMs: 10_000 })).status).toBe('cancelled');
+      }));
+
+    it('without trustProxy (the default), the request’s own origin is used and no forwarding header counts', () =>
+      withApp({}, async (at, host, c) => {
+        const paused = await c.run('dash-approval', { requestId: 'no-trust' });
+        await at()
+          .post(`${BASE}/api/runs/${paused.runId}/cancel`)
+          .set({
+            ...ACTION,
+            'x-forwarded-proto': 'https',
+            'x-forwarded-host': 'ops.example.com',
+            origin: 'https://ops.example.com',
+          })
+          .send({})
+          .expect(403);
+        expect((await c.get(paused.runId))?.status).toBe('paused');
+        await at()
+          .post(`${BASE}/api/runs/${paused.runId}/cancel`)
+          .set({
+            ...ACTION,
+            'x-forwarded-proto': 'https',
+            'x-forwarded-host': 'ops.example.com',
+            origin: `http://${host}`,
+          })
+          .send({})
+          .expect(200);
+        expect((await c.wait(paused.runId, { timeoutMs: 10_000 })).status).toBe('cancelled');
+      }));
   });
 
   describe('reads', () => {

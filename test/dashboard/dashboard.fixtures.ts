@@ -208,6 +208,7 @@ export const DASHBOARD_PROVIDERS = [
 export async function dashboardApp(
   options: ReactorDashboardOptions = {},
   reactor: ReactorModuleOptions = {},
+  prepare: (app: INestApplication) => void = () => undefined,
 ): Promise<INestApplication> {
   const module = await Test.createTestingModule({
     imports: [
@@ -217,6 +218,91 @@ export async function dashboardApp(
     providers: DASHBOARD_PROVIDERS,
   }).compile();
   const app = module.createNestApplication({ logger: false });
+  prepare(app);
   await app.init();
   return app;
+}
+
+/** A forged action: what a page on another site (or a client lying about its proxy) sends. */
+export interface ForgedAction {
+  name: string;
+  headers: Record<string, string>;
+  body: string;
+  /** Fastify's answer when it is not the guard's 403 (its body parser refuses a type it has no parser for: 415). */
+  fastifyStatus?: number;
+}
+
+/**
+ * The cross-site attempts every dashboard must refuse (403, and the run untouched), against an app
+ * reached at `http://<host>` (`host` is `hostname:port`) that grants CORS with credentials, so a
+ * page on another site can send the dashboard's header and a JSON body: only the origin check
+ * stands between it and the action.
+ */
+export function forgedActions(host: string): ForgedAction[] {
+  const hostname = host.replace(/:\d+$/, '');
+  const port = Number(/:(\d+)$/.exec(host)?.[1] ?? 80);
+  const json = { 'content-type': 'application/json', 'x-reactor-dashboard': '1' };
+  const body = JSON.stringify({ reason: 'forged' });
+  return [
+    {
+      name: 'a form post (no header, a form body)',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: 'reason=forged',
+    },
+    {
+      name: 'JSON without the header',
+      headers: { 'content-type': 'application/json', origin: `http://${host}` },
+      body,
+    },
+    {
+      name: 'the header with a text/plain body',
+      headers: { 'x-reactor-dashboard': '1', 'content-type': 'text/plain' },
+      body,
+    },
+    {
+      name: 'the header with a content type that only starts like JSON',
+      headers: { ...json, 'content-type': 'application/json-seq' },
+      body,
+      fastifyStatus: 415,
+    },
+    { name: 'another origin', headers: { ...json, origin: 'https://evil.example' }, body },
+    { name: 'an opaque origin (null)', headers: { ...json, origin: 'null' }, body },
+    {
+      name: 'another origin with a spoofed X-Forwarded-Host',
+      headers: {
+        ...json,
+        origin: 'https://evil.example',
+        'x-forwarded-host': 'evil.example',
+        'x-forwarded-proto': 'https',
+      },
+      body,
+    },
+    {
+      name: 'another origin (http) with a spoofed X-Forwarded-Host only',
+      headers: { ...json, origin: 'http://evil.example', 'x-forwarded-host': 'evil.example' },
+      body,
+    },
+    { name: 'https on the same host (another scheme)', headers: { ...json, origin: `https://${host}` }, body },
+    {
+      name: 'https on the same host and the default https port',
+      headers: { ...json, origin: `https://${hostname}` },
+      body,
+    },
+    {
+      name: 'the same host on another port',
+      headers: { ...json, origin: `http://${hostname}:${port === 1 ? 2 : port - 1}` },
+      body,
+    },
+    { name: 'a sibling host', headers: { ...json, origin: `http://${hostname}.evil.example:${port}` }, body },
+    {
+      name: 'the same origin, but the browser says cross-site',
+      headers: { ...json, origin: `http://${host}`, 'sec-fetch-site': 'cross-site' },
+      body,
+    },
+    {
+      name: 'the same origin, but the browser says same-site',
+      headers: { ...json, origin: `http://${host}`, 'sec-fetch-site': 'same-site' },
+      body,
+    },
+  ];
 }
