@@ -25,7 +25,9 @@ import { DashboardService } from './dashboard.service';
  *
  * Without a guard it refuses to mount (a `ConfigurationError`) unless `NODE_ENV` is `development`.
  * Every route goes through the guard; actions are POSTs with a JSON body and the header
- * `x-reactor-dashboard: 1`, so a page on another site cannot forge them.
+ * `x-reactor-dashboard: 1`, whose browser `Origin` must be the dashboard's (scheme, host and port:
+ * the request's own, or `publicOrigin`; forwarding headers only with `trustProxy`), so a page on
+ * another site cannot forge them, even when the app grants CORS.
  */
 @Module({})
 export class ReactorDashboardModule {
