@@ -120,7 +120,7 @@ export type {
   RollbackFailureReason,
 } from './core';
 export type { RunStatus, TraceEntry } from './core';
-export type { RunView, RunOptions, UndoOptions, ListQuery, RunList, RunSummary } from './core';
+export type { RunView, RunOptions, RunRetryOptions, UndoOptions, ListQuery, RunList, RunSummary } from './core';
 export type { ContinueOptions, ContinueResult, ResumeClaim, InterruptRecord, AsyncUnitView } from './core';
 
 // Middleware
@@ -135,6 +135,7 @@ export {
   UnexpectedResultError,
   RunNotFoundError,
   InvalidRunStateError,
+  IdempotencyConflictError,
   UnknownReactorError,
   LeaseLostError,
   ContextTooLargeError,

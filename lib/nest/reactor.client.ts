@@ -7,6 +7,7 @@ import {
   getReactorMetadata,
   ReactorEngine,
   type RunOptions,
+  type RunRetryOptions,
   type UndoOptions,
   type ListQuery,
   type RunList,
@@ -124,11 +125,13 @@ export class ReactorClient {
    * handed to a worker and linked to the first (`get(newRunId).retriedFrom`, `retryCount`); one
    * that stopped without a rollback (its job's retries ran out, `JOB_RETRIES_EXHAUSTED`) resumes
    * from its failed step with its completed steps kept. Refused for a run that is not failed.
-   * Resolves `dispatched`, with the run id to `wait` for.
+   * Resolves `dispatched`, with the run id to `wait` for. Idempotent per source run: calling it
+   * again (in a row, while the retry runs, or concurrently) returns the first retry's run, marked
+   * `replayed`; `retry(runId, { new: true })` starts another new run.
    */
-  async retry(runId: string): Promise<RunOutcome> {
+  async retry(runId: string, options?: RunRetryOptions): Promise<RunOutcome> {
     this.assertExplored('retry');
-    return this.engine.retry(runId);
+    return this.engine.retry(runId, options);
   }
 
   /**

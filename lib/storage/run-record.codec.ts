@@ -439,6 +439,7 @@ type Identity = Pick<
   | 'encryptInputs'
   | 'retriedFrom'
   | 'retryCount'
+  | 'inputsHash'
   | 'createdAt'
 >;
 
@@ -453,6 +454,7 @@ function identity(state: RunState): Identity {
     encryptInputs: state.encryptInputs,
     retriedFrom: state.retriedFrom,
     retryCount: state.retryCount,
+    inputsHash: state.inputsHash,
     createdAt: state.createdAt,
   };
 }
@@ -469,6 +471,7 @@ function sameIdentity(stored: Identity | undefined, state: RunState): boolean {
     stored.encryptInputs === state.encryptInputs &&
     stored.retriedFrom === state.retriedFrom &&
     stored.retryCount === state.retryCount &&
+    stored.inputsHash === state.inputsHash &&
     stored.createdAt === state.createdAt
   );
 }

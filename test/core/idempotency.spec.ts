@@ -1,5 +1,6 @@
 import { defineReactor, type ReactorBuilder } from '../../lib/core/definition/builder';
-import { InvalidRunStateError } from '../../lib/core/errors/run-state.error';
+import { IdempotencyConflictError, InvalidRunStateError } from '../../lib/core/errors/run-state.error';
+import { inputsHash } from '../../lib/core/model/inputs-hash';
 import { success } from '../../lib/core/results/step-outcome';
 import { createHarness, deferred } from './harness';
 
@@ -82,5 +83,50 @@ describe('idempotency', () => {
     await expect(engine.run(charge([]), { amount: 1 }, { idempotencyKey: '' })).rejects.toThrow(
       "Reactor 'charge': idempotencyKey must be a non-empty string of at most 512 characters.",
     );
+  });
+});
+
+describe('idempotency keys and inputs (issue 26)', () => {
+  it('the stored run keeps a salted hash of its inputs, never them; key order and undefined properties do not count', async () => {
+    const { engine, storage } = createHarness();
+    const log: string[] = [];
+    const def = charge(log);
+    const first = await engine.run(def, { amount: 7 }, { idempotencyKey: 'k-1' });
+    const stored = await storage.load(first.runId);
+    expect(stored?.inputsHash).toBe(inputsHash(first.runId, { amount: 7 }));
+    expect(stored?.inputsHash).toMatch(/^[0-9a-f]{64}$/);
+    expect(inputsHash('a', { x: 1, y: { b: 2, a: [1, { d: 1, c: undefined }] } })).toBe(
+      inputsHash('a', { y: { a: [1, { d: 1 }], b: 2 }, x: 1 }),
+    );
+    expect(inputsHash('a', { x: 1 })).not.toBe(inputsHash('b', { x: 1 }));
+    expect(inputsHash('a', { x: 1 })).not.toBe(inputsHash('a', { x: '1' }));
+    // A run started without a key keeps no hash.
+    const plain = await engine.run(def, { amount: 7 });
+    expect((await storage.load(plain.runId))?.inputsHash).toBeUndefined();
+  });
+
+  it('concurrent callers with one key and other inputs: one runs, the other is refused, the key stays bound', async () => {
+    const { engine } = createHarness();
+    const log: string[] = [];
+    const gate = deferred();
+    const def = charge(log, gate.promise);
+    const a = engine.run(def, { amount: 1 }, { idempotencyKey: 'k-2' });
+    const b = engine.run(def, { amount: 2 }, { idempotencyKey: 'k-2' });
+    const refused = await b.then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    expect(refused).toBeInstanceOf(IdempotencyConflictError);
+    expect((refused as Error).message).toBe(
+      `Reactor 'charge': idempotency key 'k-2' is bound to run '${(refused as IdempotencyConflictError).runId}', started with other inputs. Use a new key for other inputs, or the same inputs to get that run back.`,
+    );
+    gate.resolve();
+    const ran = await a;
+    expect(ran).toMatchObject({ status: 'completed', runId: (refused as IdempotencyConflictError).runId });
+    expect(log).toEqual(['charge:1']);
+    expect(await engine.run(def, { amount: 1 }, { idempotencyKey: 'k-2' })).toMatchObject({
+      runId: ran.runId,
+      replayed: true,
+    });
   });
 });

@@ -45,11 +45,15 @@ describe('idempotency keys of runs that never started', () => {
     expect(valid).toMatchObject({ status: 'completed', value: 'ch_5' });
     expect(valid.replayed).toBeUndefined();
     expect(valid.runId).not.toBe(refused.runId);
-    // From now on the key is the valid run's, whatever a later call gives.
-    const again = await engine.run(def, { amount: 0 }, { idempotencyKey: 'order-1' });
+    // From now on the key is the valid run's: its inputs replay it, other inputs are refused (issue 26).
+    const again = await engine.run(def, { amount: 5 }, { idempotencyKey: 'order-1' });
     expect(again).toMatchObject({ status: 'completed', runId: valid.runId, replayed: true });
-    const started = await engine.start(def, { amount: 0 }, { idempotencyKey: 'order-1' });
+    const started = await engine.start(def, { amount: 5 }, { idempotencyKey: 'order-1' });
     expect(started).toMatchObject({ runId: valid.runId, replayed: true });
+    await expect(engine.run(def, { amount: 0 }, { idempotencyKey: 'order-1' })).rejects.toMatchObject({
+      code: 'IDEMPOTENCY_CONFLICT',
+      runId: valid.runId,
+    });
     expect(log).toEqual(['charge:5']);
   });
 

@@ -23,7 +23,7 @@ import { Coordination } from './coordination';
 import { toRateWindows, type RateLimits } from '../definition/coordination-spec';
 import type { RateWindow } from '../ports/coordination-store.port';
 import { DefinitionRegistry } from './registry';
-import { RunControl, type UndoOptions } from './run-control';
+import { RunControl, type RunRetryOptions, type UndoOptions } from './run-control';
 import { RunJobs } from './run-jobs';
 import { listRuns, type ListQuery, type RunList } from './run-list';
 import { RunStarter } from './run-starter';
@@ -305,11 +305,12 @@ export class ReactorEngine {
    * Retry a failed run. One that was rolled back starts again as a new run with the same inputs,
    * linked to it (`retriedFrom`, `retryCount`), handed to a worker. One that stopped without a
    * rollback (its job's retries ran out: `JOB_RETRIES_EXHAUSTED`) resumes from its failed step,
-   * its completed steps kept. Refused for a run that is not failed.
+   * its completed steps kept. Refused for a run that is not failed. Idempotent per source run: a
+   * second call returns the first retry's run (`replayed`), unless `{ new: true }`.
    */
-  async retry(runId: string): Promise<RunOutcome> {
+  async retry(runId: string, options: RunRetryOptions = {}): Promise<RunOutcome> {
     checkRunId(runId);
-    return guarded('retry', () => this.control.retry(runId));
+    return guarded('retry', () => this.control.retry(runId, options));
   }
 
   /**

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { redactInputs } from '../definition/redaction';
 import { InvalidRunStateError, RunNotFoundError } from '../errors/run-state.error';
 import { RunExecution } from '../executor/run-execution';
@@ -29,6 +30,25 @@ export interface UndoOptions {
   timeoutMs?: number;
 }
 
+/** Options of `retry`. */
+export interface RunRetryOptions {
+  /**
+   * Start another new run even when this failed run was retried already. By default a retry is
+   * idempotent per source run: a second call returns the first retry's run (`replayed`).
+   * @default false
+   */
+  new?: boolean;
+}
+
+/**
+ * The id of the `count`th retry's run of `sourceRunId`: a UUID-shaped SHA-256 of both, so every
+ * caller (in any process) names the same run, and no caller-chosen id is likely to collide.
+ */
+export function retryRunId(sourceRunId: string, count: number): string {
+  const hex = createHash('sha256').update(`retry\u0000${sourceRunId}\u0000${count}`).digest('hex');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-5${hex.slice(13, 16)}-${((parseInt(hex[16], 16) & 0x3) | 0x8).toString(16)}${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
+}
+
 /** Acting on a run from outside its execution: undo a finished run, fail a run whose job died. */
 export class RunControl {
   constructor(
@@ -44,24 +64,16 @@ export class RunControl {
   /**
    * Retry a failed run: a new linked run when it was rolled back; a resume from its failed step
    * when it stopped without a rollback (job retries exhausted). See `ReactorEngine.retry`.
+   *
+   * The new run of a rolled-back run is idempotent per source run: its id is derived from the
+   * source's id and retry count (`retryRunId`), so a second call (in a row, or while the first
+   * retry runs, or at the same time) finds it stored and returns it, `replayed`. `{ new: true }`
+   * starts another run, with an id of its own.
    */
-  retry(runId: string): Promise<RunOutcome> {
+  retry(runId: string, options: RunRetryOptions = {}): Promise<RunOutcome> {
     const notFailed = (status: RunStatus) =>
       new InvalidRunStateError(`Run '${runId}' is ${status}; only a failed run can be retried.`, runId, status);
-    // Held by a process: it is executing (not failed), or a failed run is being handled right now.
-    const busy = async (): Promise<never> => {
-      const stored = await this.parts.storage.load(runId);
-      if (!stored) throw new RunNotFoundError(runId);
-      if (stored.status !== 'failed') throw notFailed(stored.status);
-      throw new InvalidRunStateError(
-        `Run '${runId}' is being handled in some process; retry it later.`,
-        runId,
-        'running',
-      );
-    };
-    return this.holding(runId, busy, async (state, lease, released) => {
-      if (state.status !== 'failed') throw notFailed(state.status);
-      if (state.failure?.code === 'JOB_RETRIES_EXHAUSTED') return this.reopen(state, lease, released);
+    const rerun = (state: RunState): Promise<RunOutcome> => {
       if (state.undoStack.length > 0) {
         throw new InvalidRunStateError(
           `Run '${runId}' failed (${state.failure?.code ?? 'unknown'}) without a rollback; undo it (client.undo) before starting it again.`,
@@ -71,7 +83,26 @@ export class RunControl {
       }
       const def = this.registry.get(state.reactorName);
       const count = (state.retryCount ?? 0) + 1;
-      return this.starter.start(def, state.inputs, {}, { runId: state.runId, count });
+      const newRunId = options.new === true ? undefined : retryRunId(state.runId, count);
+      return this.starter.start(def, state.inputs, { runId: newRunId }, { runId: state.runId, count });
+    };
+    // Held by a process: it is executing (not failed), a failed run is being reopened right now,
+    // or a concurrent retry holds it a moment to start its new run (started idempotently here too).
+    const busy = async (): Promise<RunOutcome> => {
+      const stored = await this.parts.storage.load(runId);
+      if (!stored) throw new RunNotFoundError(runId);
+      if (stored.status !== 'failed') throw notFailed(stored.status);
+      if (stored.failure?.code !== 'JOB_RETRIES_EXHAUSTED') return rerun(stored);
+      throw new InvalidRunStateError(
+        `Run '${runId}' is being handled in some process; retry it later.`,
+        runId,
+        'running',
+      );
+    };
+    return this.holding(runId, busy, async (state, lease, released) => {
+      if (state.status !== 'failed') throw notFailed(state.status);
+      if (state.failure?.code === 'JOB_RETRIES_EXHAUSTED') return this.reopen(state, lease, released);
+      return rerun(state);
     });
   }
 

@@ -3,9 +3,10 @@ import type { ReactorDefinition } from '../definition/definition';
 import { redactInputs } from '../definition/redaction';
 import { ConfigurationError } from '../errors/configuration.error';
 import { InputValidationError } from '../errors/input-validation.error';
-import { InvalidRunStateError, LeaseLostError } from '../errors/run-state.error';
+import { IdempotencyConflictError, InvalidRunStateError, LeaseLostError } from '../errors/run-state.error';
 import { UnstorableValueError } from '../errors/unstorable-value.error';
 import { errorMessage, runFailure, type FieldErrors } from '../model/failure';
+import { inputsHash } from '../model/inputs-hash';
 import { jsonProblem } from '../model/json-values';
 import { runLeaseKey } from '../model/keys';
 import { checkRunId } from './run-id';
@@ -172,6 +173,8 @@ export class RunStarter {
         await this.unbind(def, runId, options);
       return prepared;
     } catch (error) {
+      // The key is bound to another call's run, which keeps it.
+      if (error instanceof IdempotencyConflictError) throw error;
       // Refused before it was stored (coordination, a failed create): the key is not the run's.
       await this.unbind(def, runId, options, error);
       throw error;
@@ -217,6 +220,9 @@ export class RunStarter {
       state.retriedFrom = retryOf.runId;
       state.retryCount = retryOf.count;
     }
+    // A key's run keeps a hash of its inputs, so that a later call with other inputs is refused.
+    const hash = options.idempotencyKey === undefined ? undefined : inputsHash(runId, inputs);
+    if (hash !== undefined) state.inputsHash = hash;
     let lease: Lease | undefined;
     if (Object.keys(errors).length > 0) {
       failInputs(def, state, errors);
@@ -273,7 +279,15 @@ export class RunStarter {
       await holding?.leave(state);
       // Created by an earlier or a concurrent call with the same key or id.
       const found = await this.existing(def, runId);
-      if (found) return { state: found, replayed: true };
+      if (found) {
+        // Bound to the key by an earlier call: its inputs must be this call's (runs stored before
+        // the hash existed are replayed as before).
+        const key = options.idempotencyKey;
+        if (key !== undefined && found.inputsHash !== undefined && found.inputsHash !== hash) {
+          throw new IdempotencyConflictError(def.name, key, runId);
+        }
+        return { state: found, replayed: true };
+      }
       throw new InvalidRunStateError(
         `A run with id '${runId}' already exists; run ids must be unique.`,
         runId,

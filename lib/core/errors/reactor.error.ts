@@ -11,6 +11,7 @@ export type ReactorErrorCode =
   | 'RUN_NOT_FOUND'
   | 'INVALID_RUN_ID'
   | 'INVALID_RUN_STATE'
+  | 'IDEMPOTENCY_CONFLICT'
   | 'UNKNOWN_REACTOR'
   | 'LEASE_LOST'
   | 'CONTEXT_TOO_LARGE'

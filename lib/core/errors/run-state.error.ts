@@ -22,6 +22,25 @@ export class InvalidRunStateError extends ReactorError {
   }
 }
 
+/**
+ * An idempotency key already bound to a run whose inputs differ from this call's: the key names
+ * one request, so other inputs are refused instead of replaying a run the caller did not ask for
+ * (as payment APIs do). Equal inputs (canonical JSON of the validated inputs) replay the run.
+ */
+export class IdempotencyConflictError extends ReactorError {
+  constructor(
+    readonly reactorName: string,
+    readonly idempotencyKey: string,
+    /** The run the key is bound to. */
+    readonly runId: string,
+  ) {
+    super(
+      'IDEMPOTENCY_CONFLICT',
+      `Reactor '${reactorName}': idempotency key '${idempotencyKey}' is bound to run '${runId}', started with other inputs. Use a new key for other inputs, or the same inputs to get that run back.`,
+    );
+  }
+}
+
 /** A run id that cannot name a run (not a string, empty, with an id separator, ill-formed Unicode). */
 export class InvalidRunIdError extends ReactorError {
   constructor(

@@ -121,6 +121,12 @@ export interface RunState {
   /** Set on a run started by `retry` of a failed run: that run's id, and how many retries led here. */
   retriedFrom?: string;
   retryCount?: number;
+  /**
+   * Set on a run started with an idempotency key: a salted SHA-256 of its validated inputs'
+   * canonical JSON (`inputsHash`), never the inputs, so a later call with the key and other inputs
+   * is refused (`IDEMPOTENCY_CONFLICT`).
+   */
+  inputsHash?: string;
   /** Validated reactor inputs (raw; redact before showing). */
   inputs: Record<string, unknown>;
   /** Step name to value, for completed and skipped steps. */
