@@ -1,5 +1,6 @@
 import { Queue } from 'bullmq';
 import type Redis from 'ioredis';
+import type { ResumeJob } from '../../lib/core/ports/job-dispatcher.port';
 import { resolveReactorModuleOptions } from '../../lib/nest/reactor-module.options';
 import { BullMqJobDispatcher } from '../../lib/queue/bullmq-job.dispatcher';
 import { bullMqPrefix, REACTOR_QUEUE_NAME } from '../../lib/queue/queue.constants';
@@ -87,7 +88,7 @@ describe('BullMqJobDispatcher', () => {
   it('keeps the counters a worker reads back (snoozes, contentions, deferrals) and the async unit marker', async () => {
     const dispatcher = new BullMqJobDispatcher(queue, { jobRetryCount: 0 });
 
-    await dispatcher.dispatch({
+    const counted: ResumeJob = {
       kind: 'resume',
       runId: 'p/score',
       reactorName: 'p::score',
@@ -95,20 +96,13 @@ describe('BullMqJobDispatcher', () => {
       snoozes: 1,
       contentions: 3,
       deferrals: 2,
-    });
+    };
+    await dispatcher.dispatch(counted);
 
     const [job] = await queue.getJobs(['waiting']);
     // `contentions` caps the snoozes of a run waiting for its lock (lockSnoozeMaxAttempts): a job
     // that lost it would wait forever.
-    expect(job.data).toEqual({
-      kind: 'resume',
-      runId: 'p/score',
-      reactorName: 'p::score',
-      unit: true,
-      snoozes: 1,
-      contentions: 3,
-      deferrals: 2,
-    });
+    expect(job.data).toEqual(counted);
   });
 
   it('dispatchMany adds the jobs in one bulk, with the same options', async () => {
