@@ -180,17 +180,7 @@ export function runtimeKindOf(options: ResolvedReactorModuleOptions): ReactorRun
 function resolveRedis(value: unknown): ReactorRedisOptions | undefined {
   if (value === undefined) return undefined;
   if (!isPlainObject(value)) throw invalidOption('redis', '{ url } or { connection }', value);
-  const known = ['url', 'connection', 'requireNoEviction'];
-  for (const key of Object.keys(value)) {
-    if (!known.includes(key))
-      throw new ConfigurationError(
-        messages.optionUnknown(
-          `redis.${key}`,
-          known.map((k) => `redis.${k}`),
-        ),
-        `redis.${key}`,
-      );
-  }
+  rejectUnknownKeys('redis', value, ['url', 'connection', 'requireNoEviction']);
   const requireNoEviction = boolean('redis.requireNoEviction', value.requireNoEviction, false);
   const extra = value.requireNoEviction === undefined ? {} : { requireNoEviction };
   if ('url' in value && !('connection' in value)) {
@@ -211,17 +201,7 @@ function resolveRedis(value: unknown): ReactorRedisOptions | undefined {
 function resolveBullMq(value: unknown): ResolvedReactorModuleOptions['bullmq'] {
   if (value === undefined) return { defaultJobOptions: Object.freeze({}), worker: Object.freeze({}) };
   if (!isPlainObject(value)) throw invalidOption('bullmq', '{ configKey?, defaultJobOptions?, worker? }', value);
-  const known = ['configKey', 'defaultJobOptions', 'worker'];
-  for (const key of Object.keys(value)) {
-    if (!known.includes(key))
-      throw new ConfigurationError(
-        messages.optionUnknown(
-          `bullmq.${key}`,
-          known.map((k) => `bullmq.${k}`),
-        ),
-        `bullmq.${key}`,
-      );
-  }
+  rejectUnknownKeys('bullmq', value, ['configKey', 'defaultJobOptions', 'worker']);
   const { configKey } = value;
   if (configKey !== undefined && (typeof configKey !== 'string' || configKey.length === 0)) {
     throw invalidOption(
@@ -312,13 +292,7 @@ function resolveWorkerOptions(value: unknown): ReactorWorkerOptions {
 function resolveTracing(value: unknown, fallback: boolean): TracingOption {
   if (value === undefined || typeof value === 'boolean') return boolean('tracing', value, fallback);
   if (!isPlainObject(value)) throw invalidOption('tracing', 'true, false or { rollbackSpans?: boolean }', value);
-  for (const key of Object.keys(value)) {
-    if (key !== 'rollbackSpans')
-      throw new ConfigurationError(
-        messages.optionUnknown(`tracing.${key}`, ['tracing.rollbackSpans']),
-        `tracing.${key}`,
-      );
-  }
+  rejectUnknownKeys('tracing', value, ['rollbackSpans']);
   return Object.freeze({ rollbackSpans: boolean('tracing.rollbackSpans', value.rollbackSpans, false) });
 }
 
@@ -392,13 +366,7 @@ function resolveSweeper(value: unknown): { enabled: boolean; intervalMs: number 
   const d = REACTOR_MODULE_DEFAULTS.sweeper;
   if (value === undefined) return { ...d };
   if (!isPlainObject(value)) throw invalidOption('sweeper', '{ enabled?, intervalMs? }', value);
-  for (const key of Object.keys(value)) {
-    if (key !== 'enabled' && key !== 'intervalMs')
-      throw new ConfigurationError(
-        messages.optionUnknown(`sweeper.${key}`, ['sweeper.enabled', 'sweeper.intervalMs']),
-        `sweeper.${key}`,
-      );
-  }
+  rejectUnknownKeys('sweeper', value, ['enabled', 'intervalMs']);
   const intervalMs = integer('sweeper.intervalMs', value.intervalMs, d.intervalMs, 1);
   if (sweepCronExpression(intervalMs) === undefined) {
     throw new ConfigurationError(
@@ -427,6 +395,19 @@ function boolean(path: string, value: unknown, fallback: boolean): boolean {
   if (value === undefined) return fallback;
   if (typeof value !== 'boolean') throw invalidOption(path, 'true or false', value);
   return value;
+}
+
+/** An option object `section` with a key it does not know: the error names `section.key` and the known ones. */
+function rejectUnknownKeys(section: string, value: Record<string, unknown>, known: readonly string[]): void {
+  const unknown = Object.keys(value).find((key) => !known.includes(key));
+  if (unknown === undefined) return;
+  throw new ConfigurationError(
+    messages.optionUnknown(
+      `${section}.${unknown}`,
+      known.map((k) => `${section}.${k}`),
+    ),
+    `${section}.${unknown}`,
+  );
 }
 
 /** A bad option: the message says what it must be, `option` names it. */
