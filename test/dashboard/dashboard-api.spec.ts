@@ -282,79 +282,75 @@ describe('the dashboard (API over the ReactorClient, Express)', () => {
       }
     }
 
-    it('publicOrigin: only that origin is accepted, not the request’s own host, and forwarding headers are ignored', () =>
-      withApp({ publicOrigin: ['https://ops.example.com', 'https://ops.example.com:8443'] }, async (at, host, c) => {
-        const paused = await c.run('dash-approval', { requestId: 'public-origin' });
-        for (const headers of [
-          { origin: `http://${host}` },
-          { origin: 'http://ops.example.com' },
-          { origin: 'https://evil.example', 'x-forwarded-host': 'evil.example', 'x-forwarded-proto': 'https' },
-        ]) {
-          await at()
-            .post(`${BASE}/api/runs/${paused.runId}/cancel`)
-            .set({ ...ACTION, ...headers })
-            .send({})
-            .expect(403);
-          expect((await c.get(paused.runId))?.status).toBe('paused');
-        }
+    /**
+     * A paused run's cancel is refused (403, the run stays paused) with each of `refused`'s headers,
+     * then accepted (200, the run is cancelled) with `accepted`'s.
+     */
+    async function expectOnlyAccepted(
+      at: () => request.Agent,
+      c: ReactorClient,
+      requestId: string,
+      refused: Array<Record<string, string>>,
+      accepted: Record<string, string>,
+    ): Promise<void> {
+      const paused = await c.run('dash-approval', { requestId });
+      for (const headers of refused) {
         await at()
           .post(`${BASE}/api/runs/${paused.runId}/cancel`)
-          .set({ ...ACTION, origin: 'https://ops.example.com:8443' })
-          .send({})
-          .expect(200);
-        expect((await c.wait(paused.runId, { timeoutMs: 10_000 })).status).toBe('cancelled');
-      }));
-
-    it('trustProxy: the scheme and host come from X-Forwarded-Proto and X-Forwarded-Host (the last value)', () =>
-      withApp({ trustProxy: true }, async (at, host, c) => {
-        const paused = await c.run('dash-approval', { requestId: 'trust-proxy' });
-        const proxied = { 'x-forwarded-proto': 'https', 'x-forwarded-host': 'client-said.example, ops.example.com' };
-        for (const headers of [
-          { ...proxied, origin: `http://${host}` },
-          { ...proxied, origin: 'https://client-said.example' },
-          { ...proxied, origin: 'http://ops.example.com' },
-        ]) {
-          await at()
-            .post(`${BASE}/api/runs/${paused.runId}/cancel`)
-            .set({ ...ACTION, ...headers })
-            .send({})
-            .expect(403);
-          expect((await c.get(paused.runId))?.status).toBe('paused');
-        }
-        await at()
-          .post(`${BASE}/api/runs/${paused.runId}/cancel`)
-          .set({ ...ACTION, ...proxied, origin: 'https://ops.example.com' })
-          .send({})
-          .expect(200);
-        expect((await c.wait(paused.runId, { timeoutMs: 10_000 })).status).toBe('cancelled');
-      }));
-
-    it('without trustProxy (the default), the request’s own origin is used and no forwarding header counts', () =>
-      withApp({}, async (at, host, c) => {
-        const paused = await c.run('dash-approval', { requestId: 'no-trust' });
-        await at()
-          .post(`${BASE}/api/runs/${paused.runId}/cancel`)
-          .set({
-            ...ACTION,
-            'x-forwarded-proto': 'https',
-            'x-forwarded-host': 'ops.example.com',
-            origin: 'https://ops.example.com',
-          })
+          .set({ ...ACTION, ...headers })
           .send({})
           .expect(403);
         expect((await c.get(paused.runId))?.status).toBe('paused');
-        await at()
-          .post(`${BASE}/api/runs/${paused.runId}/cancel`)
-          .set({
-            ...ACTION,
-            'x-forwarded-proto': 'https',
-            'x-forwarded-host': 'ops.example.com',
-            origin: `http://${host}`,
-          })
-          .send({})
-          .expect(200);
-        expect((await c.wait(paused.runId, { timeoutMs: 10_000 })).status).toBe('cancelled');
-      }));
+      }
+      await at()
+        .post(`${BASE}/api/runs/${paused.runId}/cancel`)
+        .set({ ...ACTION, ...accepted })
+        .send({})
+        .expect(200);
+      expect((await c.wait(paused.runId, { timeoutMs: 10_000 })).status).toBe('cancelled');
+    }
+
+    it('publicOrigin: only that origin is accepted, not the request’s own host, and forwarding headers are ignored', () =>
+      withApp({ publicOrigin: ['https://ops.example.com', 'https://ops.example.com:8443'] }, (at, host, c) =>
+        expectOnlyAccepted(
+          at,
+          c,
+          'public-origin',
+          [
+            { origin: `http://${host}` },
+            { origin: 'http://ops.example.com' },
+            { origin: 'https://evil.example', 'x-forwarded-host': 'evil.example', 'x-forwarded-proto': 'https' },
+          ],
+          { origin: 'https://ops.example.com:8443' },
+        ),
+      ));
+
+    it('trustProxy: the scheme and host come from X-Forwarded-Proto and X-Forwarded-Host (the last value)', () => {
+      const proxied = { 'x-forwarded-proto': 'https', 'x-forwarded-host': 'client-said.example, ops.example.com' };
+      return withApp({ trustProxy: true }, (at, host, c) =>
+        expectOnlyAccepted(
+          at,
+          c,
+          'trust-proxy',
+          [
+            { ...proxied, origin: `http://${host}` },
+            { ...proxied, origin: 'https://client-said.example' },
+            { ...proxied, origin: 'http://ops.example.com' },
+          ],
+          { ...proxied, origin: 'https://ops.example.com' },
+        ),
+      );
+    });
+
+    it('without trustProxy (the default), the request’s own origin is used and no forwarding header counts', () => {
+      const forwarded = { 'x-forwarded-proto': 'https', 'x-forwarded-host': 'ops.example.com' };
+      return withApp({}, (at, host, c) =>
+        expectOnlyAccepted(at, c, 'no-trust', [{ ...forwarded, origin: 'https://ops.example.com' }], {
+          ...forwarded,
+          origin: `http://${host}`,
+        }),
+      );
+    });
   });
 
   describe('reads', () => {
