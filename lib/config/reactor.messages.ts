@@ -20,6 +20,21 @@ function show(value: unknown): string {
   }
 }
 
+/** A job or worker option the module sets itself: why (`reasons[key]`), and the ones that may be set. */
+function reservedOption(
+  kind: 'job' | 'worker',
+  path: string,
+  key: string,
+  allowed: readonly string[],
+  reasons: Readonly<Record<string, string>>,
+): string {
+  return sentences(
+    `ReactorModule option '${path}' cannot be set` +
+      (Object.hasOwn(reasons, key) ? reasons[key] : ` (it is not a ${kind} option the module lets through)`),
+    `The ${kind} options you may set are ${allowed.join(', ')}.`,
+  );
+}
+
 /** @internal */
 export const messages = {
   // Decorators
@@ -135,31 +150,23 @@ export const messages = {
       "Allow INFO for the module's user, or drop requireNoEviction and make sure maxmemory-policy is noeviction.",
     ),
   jobOptionReserved: (path: string, key: string, allowed: readonly string[]): string =>
-    sentences(
-      `ReactorModule option '${path}' cannot be set` +
-        ({
-          jobId: ': job ids de-duplicate recovery jobs (the sweeper) and are chosen by the module',
-          delay: ': delays carry snoozes and retry backoffs and are chosen by the module',
-          attempts: ': use jobRetryCount (BullMQ retries of a job whose handling hit an infrastructure error)',
-          backoff: ": the backoff between those retries is the module's (exponential from one second)",
-          priority: ": use @Reactor(name, { priority }) (and { queue } for a queue of the reactor's own)",
-          lifo: ': jobs of a queue are taken in order',
-          repeat: ': runs are started by ReactorClient; repeat them from your own scheduler',
-          parent: ': jobs of the module belong to no flow',
-        }[key] ?? ' (it is not a job option the module lets through)'),
-      `The job options you may set are ${allowed.join(', ')}.`,
-    ),
+    reservedOption('job', path, key, allowed, {
+      jobId: ': job ids de-duplicate recovery jobs (the sweeper) and are chosen by the module',
+      delay: ': delays carry snoozes and retry backoffs and are chosen by the module',
+      attempts: ': use jobRetryCount (BullMQ retries of a job whose handling hit an infrastructure error)',
+      backoff: ": the backoff between those retries is the module's (exponential from one second)",
+      priority: ": use @Reactor(name, { priority }) (and { queue } for a queue of the reactor's own)",
+      lifo: ': jobs of a queue are taken in order',
+      repeat: ': runs are started by ReactorClient; repeat them from your own scheduler',
+      parent: ': jobs of the module belong to no flow',
+    }),
   workerOptionReserved: (path: string, key: string, allowed: readonly string[]): string =>
-    sentences(
-      `ReactorModule option '${path}' cannot be set` +
-        ({
-          concurrency: ': use workerConcurrency (the default queue) or @Reactor(name, { queue, concurrency })',
-          autorun: ': workers start at application bootstrap and stop at shutdown',
-          connection: ': the workers use ReactorModule option redis',
-          prefix: ': the workers use ReactorModule option prefix',
-        }[key] ?? ' (it is not a worker option the module lets through)'),
-      `The worker options you may set are ${allowed.join(', ')}.`,
-    ),
+    reservedOption('worker', path, key, allowed, {
+      concurrency: ': use workerConcurrency (the default queue) or @Reactor(name, { queue, concurrency })',
+      autorun: ': workers start at application bootstrap and stop at shutdown',
+      connection: ': the workers use ReactorModule option redis',
+      prefix: ': the workers use ReactorModule option prefix',
+    }),
   bullConfigKeyMissing: (configKey: string): string =>
     `ReactorModule option 'bullmq.configKey' is '${configKey}', but no BullMQ configuration is registered under ` +
     `that key. Register it with BullModule.forRoot('${configKey}', { ... }) (or forRootAsync('${configKey}', { ... })) ` +
