@@ -3,6 +3,7 @@
  * its lock again, and runs when the other holder's lock lapses within the wait (the embedded
  * runtime: test/core/step-rollback-wait.spec.ts).
  */
+import type { Type } from '@nestjs/common';
 import type { TestingModule } from '@nestjs/testing';
 import type Redis from 'ioredis';
 import { REACTOR_RUNTIME, type ReactorRuntime } from '../../lib/config';
@@ -19,37 +20,28 @@ expect.extend(reactorMatchers);
 
 const refunds: string[] = [];
 
-/** One step under its own lock (TTL 60 s), whose undo waits at most 300 ms for it. */
-@Reactor('e2e-rollback-wait')
-class RollbackWaitReactor implements ReactorBlueprint<{ card: string }> {
-  build(r: ReactorBuilder<{ card: string }>) {
-    return r.step(
-      'charge',
-      {
-        run: ({ card }: { card: string }) => success(`ch-${card}`),
-        undo: (charge: string) => void refunds.push(charge),
-      },
-      { card: r.input('card', { type: 'string' }) },
-      { lock: { key: ({ card }) => `processor:${String(card)}`, ttlMs: 60_000, rollbackWaitMs: 300 } },
-    );
+/** One step under its own lock (TTL 60 s), whose undo waits at most `rollbackWaitMs` for it. */
+function rollbackWaitReactor(name: string, rollbackWaitMs: number): Type {
+  @Reactor(name)
+  class RollbackWaitReactor implements ReactorBlueprint<{ card: string }> {
+    build(r: ReactorBuilder<{ card: string }>) {
+      return r.step(
+        'charge',
+        {
+          run: ({ card }: { card: string }) => success(`ch-${card}`),
+          undo: (charge: string) => void refunds.push(charge),
+        },
+        { card: r.input('card', { type: 'string' }) },
+        { lock: { key: ({ card }) => `processor:${String(card)}`, ttlMs: 60_000, rollbackWaitMs } },
+      );
+    }
   }
+  return RollbackWaitReactor;
 }
 
+const RollbackWaitReactor = rollbackWaitReactor('e2e-rollback-wait', 300);
 /** The same with a longer wait: 5 s. */
-@Reactor('e2e-rollback-wait-long')
-class LongRollbackWaitReactor implements ReactorBlueprint<{ card: string }> {
-  build(r: ReactorBuilder<{ card: string }>) {
-    return r.step(
-      'charge',
-      {
-        run: ({ card }: { card: string }) => success(`ch-${card}`),
-        undo: (charge: string) => void refunds.push(charge),
-      },
-      { card: r.input('card', { type: 'string' }) },
-      { lock: { key: ({ card }) => `processor:${String(card)}`, ttlMs: 60_000, rollbackWaitMs: 5_000 } },
-    );
-  }
-}
+const LongRollbackWaitReactor = rollbackWaitReactor('e2e-rollback-wait-long', 5_000);
 
 describe('rollbackWaitMs on Redis and BullMQ (e2e)', () => {
   const prefix = uniquePrefix('e2e-rollback-wait');
