@@ -134,6 +134,17 @@ function readmeQuickStart(): { files: Map<string, string>; install: string[]; ou
   return { files, install, output };
 }
 
+/** Writes `files` (path relative to the app → content) into the app, making their folders. */
+function writeFiles(app: string, files: Iterable<[string, string]>): void {
+  for (const [file, content] of files) {
+    mkdirSync(dirname(join(app, file)), { recursive: true });
+    writeFileSync(join(app, file), content);
+  }
+}
+
+/** The README's quick start, read once for every test of this file. */
+const QUICK_START = readmeQuickStart();
+
 /** Compile the app with tsc; throws with tsc's diagnostics when it does not compile. */
 function compile(app: string): void {
   try {
@@ -384,31 +395,26 @@ describe('the published package', () => {
   );
 
   describe("the README's quick start", () => {
-    const quickStart = readmeQuickStart();
-
     it('is a complete app: a module, a main.ts, and an install line naming every package it imports', () => {
-      expect([...quickStart.files.keys()]).toEqual(expect.arrayContaining(['src/app.module.ts', 'src/main.ts']));
+      expect([...QUICK_START.files.keys()]).toEqual(expect.arrayContaining(['src/app.module.ts', 'src/main.ts']));
       const imported = new Set(
-        [...quickStart.files.values()].flatMap((code) =>
+        [...QUICK_START.files.values()].flatMap((code) =>
           [...code.matchAll(/from '([^'.][^']*)'|import '([^'.][^']*)'/g)].map(([, a, b]) => a ?? b),
         ),
       );
-      expect([...imported].filter((name) => !quickStart.install.includes(name))).toEqual([]);
+      expect([...imported].filter((name) => !QUICK_START.install.includes(name))).toEqual([]);
     });
 
     it.each(RESOLUTIONS)(
       'compiles and runs verbatim from the packed package in a fresh app (module %s, moduleResolution %s)',
       (module, moduleResolution) => {
-        const app = freshApp(tarball, quickStart.install);
+        const app = freshApp(tarball, QUICK_START.install);
         try {
-          for (const [file, code] of quickStart.files) {
-            mkdirSync(dirname(join(app, file)), { recursive: true });
-            writeFileSync(join(app, file), code);
-          }
+          writeFiles(app, QUICK_START.files);
           writeFileSync(join(app, 'tsconfig.json'), tsconfig(module, moduleResolution, 'dist', ['src']));
           compile(app);
           const stdout = execFileSync(process.execPath, ['dist/main.js'], { cwd: app, encoding: 'utf8' });
-          expect(stdout).toBe(quickStart.output);
+          expect(stdout).toBe(QUICK_START.output);
         } finally {
           rmSync(app, { recursive: true, force: true });
         }
@@ -417,10 +423,9 @@ describe('the published package', () => {
     );
   });
   it('tests a reactor with Jest in a Nest 11 CommonJS app: the testing kit and the typed matchers of nest-reactor/testing/jest', () => {
-    const quickStart = readmeQuickStart();
     const app = freshApp(
       tarball,
-      [...quickStart.install, '@nestjs/testing', '@types/jest', 'jest', 'ts-jest', 'typescript'],
+      [...QUICK_START.install, '@nestjs/testing', '@types/jest', 'jest', 'ts-jest', 'typescript'],
       NEST11,
       {
         // `nest new`'s Jest configuration (Nest 11, CommonJS)
@@ -437,10 +442,7 @@ describe('the published package', () => {
       },
     );
     try {
-      for (const [file, code] of quickStart.files) {
-        mkdirSync(dirname(join(app, file)), { recursive: true });
-        writeFileSync(join(app, file), code);
-      }
+      writeFiles(app, QUICK_START.files);
       mkdirSync(join(app, 'test'));
       writeFileSync(
         join(app, 'test', 'setup-reactor.ts'),
@@ -487,7 +489,6 @@ describe('the published package', () => {
   }, 120_000);
 
   describe("in the app today's `nest new` makes (Nest 12: ESM, TypeScript 6, Vitest) with bullmq 6", () => {
-    const quickStart = readmeQuickStart();
     /** `nest new`'s files for an ESM app (@nestjs/schematics 12, application/files/ts-esm), strict. */
     const NEST_NEW = {
       'package.json': { type: 'module' },
@@ -538,17 +539,14 @@ describe('the published package', () => {
 
     /** A fresh Nest 12 ESM app from the packed package, with `nest new`'s configuration and these files. */
     function nest12App(extra: readonly string[], sources: Map<string, string>): string {
-      const app = freshApp(tarball, [...quickStart.install, ...NEST12_PACKAGES, ...extra], NEST12, {
+      const app = freshApp(tarball, [...QUICK_START.install, ...NEST12_PACKAGES, ...extra], NEST12, {
         type: 'module',
         scripts: { build: 'nest build', test: 'vitest run' },
       });
       for (const [file, content] of Object.entries(NEST_NEW)) {
         if (file !== 'package.json') writeFileSync(join(app, file), JSON.stringify(content, null, 2));
       }
-      for (const [file, code] of sources) {
-        mkdirSync(dirname(join(app, file)), { recursive: true });
-        writeFileSync(join(app, file), code);
-      }
+      writeFiles(app, sources);
       return app;
     }
 
@@ -569,18 +567,18 @@ describe('the published package', () => {
     const nestBuild = (app: string) => inApp(app, ['node_modules/@nestjs/cli/bin/nest.js', 'build']);
 
     it('runs the quick start verbatim: `npm run build` (nest build, TypeScript 6) and `node dist/main.js`', () => {
-      const app = nest12App([], quickStart.files);
+      const app = nest12App([], QUICK_START.files);
       try {
         expect(versionIn(NEST12, 'typescript')).toMatch(/^6\./);
         nestBuild(app);
-        expect(inApp(app, ['dist/main.js'])).toBe(quickStart.output);
+        expect(inApp(app, ['dist/main.js'])).toBe(QUICK_START.output);
       } finally {
         rmSync(app, { recursive: true, force: true });
       }
     }, 120_000);
 
     it('tests a reactor with Vitest: the testing kit, mockStep and the typed matchers of nest-reactor/testing/vitest', () => {
-      const sources = new Map(quickStart.files);
+      const sources = new Map(QUICK_START.files);
       sources.set(
         'test/setup-reactor.ts',
         "import { expect } from 'vitest';\n" +
