@@ -51,18 +51,6 @@ export function jsonProblem(value: unknown, path = '', depth = 0): string | unde
   return undefined;
 }
 
-/** Whether `value` holds an `undefined` property in a plain object or array, at any depth. */
-function holdsUndefined(value: unknown, depth: number): boolean {
-  if (value === null || typeof value !== 'object' || depth > MAX_DEPTH) return false;
-  if (Array.isArray(value)) return value.some((v) => holdsUndefined(v, depth + 1));
-  if (!isPlainObject(value)) return false;
-  for (const key of Object.keys(value)) {
-    const item = (value as Record<string, unknown>)[key];
-    if (item === undefined || holdsUndefined(item, depth + 1)) return true;
-  }
-  return false;
-}
-
 function isPlainObject(value: object): boolean {
   const proto: unknown = Object.getPrototypeOf(value);
   return proto === Object.prototype || proto === null;
@@ -71,16 +59,36 @@ function isPlainObject(value: object): boolean {
 /**
  * `value` without the `undefined` properties of its plain objects, at any depth, as JSON stores it:
  * a step then gets the same value in the caller and in a worker that read it back (where JSON has
- * left such keys out). Copies only what holds one (the common case is a scan, not a copy); class
- * instances and `undefined` array elements are left as they are (the latter are refused on store).
+ * left such keys out). One pass that copies only what holds one (the common case is a scan, not a
+ * copy: `value` itself comes back); class instances and `undefined` array elements are left as
+ * they are (the latter are refused on store).
  */
 export function withoutUndefinedProperties<T>(value: T, depth = 0): T {
-  if (!holdsUndefined(value, depth)) return value;
-  if (Array.isArray(value)) return value.map((v: unknown) => withoutUndefinedProperties(v, depth + 1)) as T;
-  const out: Record<string, unknown> = {};
-  for (const key of Object.keys(value as object)) {
-    const item = (value as Record<string, unknown>)[key];
-    if (item !== undefined) out[key] = withoutUndefinedProperties(item, depth + 1);
+  if (value === null || typeof value !== 'object' || depth > MAX_DEPTH) return value;
+  if (Array.isArray(value)) {
+    let copy: unknown[] | undefined;
+    for (let i = 0; i < value.length; i++) {
+      const item: unknown = value[i];
+      const kept = withoutUndefinedProperties(item, depth + 1);
+      if (kept !== item) (copy ??= value.slice())[i] = kept;
+    }
+    return (copy ?? value) as T;
   }
-  return out as T;
+  if (!isPlainObject(value)) return value;
+  const keys = Object.keys(value);
+  for (let i = 0; i < keys.length; i++) {
+    const item = (value as Record<string, unknown>)[keys[i]];
+    const kept = item === undefined ? undefined : withoutUndefinedProperties(item, depth + 1);
+    if (item !== undefined && kept === item) continue;
+    // The first property to change: copy the ones before it as they are, the rest as they come.
+    const out: Record<string, unknown> = {};
+    for (let j = 0; j < i; j++) out[keys[j]] = (value as Record<string, unknown>)[keys[j]];
+    if (kept !== undefined) out[keys[i]] = kept;
+    for (let j = i + 1; j < keys.length; j++) {
+      const rest = (value as Record<string, unknown>)[keys[j]];
+      if (rest !== undefined) out[keys[j]] = withoutUndefinedProperties(rest, depth + 1);
+    }
+    return out as T;
+  }
+  return value;
 }
