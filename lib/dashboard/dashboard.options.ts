@@ -91,6 +91,11 @@ function publicOrigin(value: unknown): string | undefined {
   return url.origin;
 }
 
+/** A bad dashboard option: the message says what it must be, `option` names it. */
+function invalid(option: string, expected: string, value: unknown): ConfigurationError {
+  return new ConfigurationError(messages.dashboardOptionInvalid(option, expected, value), option);
+}
+
 function isGuard(value: unknown): value is CanActivate | Type<CanActivate> {
   if (typeof value === 'function') return typeof (value.prototype as Partial<CanActivate>)?.canActivate === 'function';
   return typeof value === 'object' && value !== null && typeof (value as CanActivate).canActivate === 'function';
@@ -108,61 +113,34 @@ export function resolveDashboardOptions(
   if (typeof options !== 'object' || options === null)
     throw new ConfigurationError(messages.dashboardOptionInvalid('options', 'an object', options));
   const path = plainPath(options.path ?? 'reactor');
-  if (path === undefined)
-    throw new ConfigurationError(messages.dashboardOptionInvalid('path', PATH_EXPECTED, options.path), 'path');
+  if (path === undefined) throw invalid('path', PATH_EXPECTED, options.path);
   if (options.guard === undefined) {
     if (nodeEnv !== 'development') throw new ConfigurationError(messages.dashboardWithoutGuard(nodeEnv), 'guard');
   } else if (!isGuard(options.guard)) {
-    throw new ConfigurationError(
-      messages.dashboardOptionInvalid('guard', 'a CanActivate class or instance', options.guard),
-      'guard',
-    );
+    throw invalid('guard', 'a CanActivate class or instance', options.guard);
   }
   const pollIntervalMs = options.pollIntervalMs ?? 1500;
   if (!Number.isInteger(pollIntervalMs) || pollIntervalMs < 100)
-    throw new ConfigurationError(
-      messages.dashboardOptionInvalid('pollIntervalMs', 'an integer >= 100', options.pollIntervalMs),
-      'pollIntervalMs',
-    );
+    throw invalid('pollIntervalMs', 'an integer >= 100', options.pollIntervalMs);
   const countLimit = options.countLimit ?? 10_000;
   if (!Number.isInteger(countLimit) || countLimit < 1)
-    throw new ConfigurationError(
-      messages.dashboardOptionInvalid('countLimit', 'an integer >= 1', options.countLimit),
-      'countLimit',
-    );
+    throw invalid('countLimit', 'an integer >= 1', options.countLimit);
   const trustProxy = options.trustProxy ?? false;
-  if (typeof trustProxy !== 'boolean')
-    throw new ConfigurationError(
-      messages.dashboardOptionInvalid('trustProxy', 'a boolean', options.trustProxy),
-      'trustProxy',
-    );
-  const publicOrigins: string[] = [];
+  if (typeof trustProxy !== 'boolean') throw invalid('trustProxy', 'a boolean', options.trustProxy);
+  let publicOrigins: string[] = [];
   if (options.publicOrigin !== undefined) {
     const list: readonly unknown[] = Array.isArray(options.publicOrigin)
       ? options.publicOrigin
       : [options.publicOrigin];
-    for (const value of list) {
-      const origin = publicOrigin(value);
-      if (origin === undefined)
-        throw new ConfigurationError(
-          messages.dashboardOptionInvalid('publicOrigin', ORIGIN_EXPECTED, options.publicOrigin),
-          'publicOrigin',
-        );
-      publicOrigins.push(origin);
-    }
-    if (publicOrigins.length === 0)
-      throw new ConfigurationError(
-        messages.dashboardOptionInvalid('publicOrigin', ORIGIN_EXPECTED, options.publicOrigin),
-        'publicOrigin',
-      );
+    const origins = list.map(publicOrigin);
+    if (origins.length === 0 || origins.includes(undefined))
+      throw invalid('publicOrigin', ORIGIN_EXPECTED, options.publicOrigin);
+    publicOrigins = origins as string[];
     if (trustProxy)
-      throw new ConfigurationError(
-        messages.dashboardOptionInvalid(
-          'trustProxy',
-          "false when 'publicOrigin' is set (the configured origin is the one actions are compared with)",
-          options.trustProxy,
-        ),
+      throw invalid(
         'trustProxy',
+        "false when 'publicOrigin' is set (the configured origin is the one actions are compared with)",
+        options.trustProxy,
       );
   }
   return {
