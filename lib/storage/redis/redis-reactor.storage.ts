@@ -205,11 +205,10 @@ export class RedisReactorStorage implements ReactorStorage {
    */
   async claimIdempotencyKey(reactorName: string, key: string, runId: string, ttlMs: number): Promise<string> {
     const ttl = normalizeTtlMs(ttlMs, 'idempotencyWindowMs');
-    const name = `${encodeURIComponent(reactorName)}:${encodeURIComponent(key)}`;
     const reply = await runScript(
       this.redis,
       'claimIdempotencyKey',
-      [this.keys.coordinationKey('idem', name)],
+      [this.keys.idempotencyKey(reactorName, key)],
       [runId, ttl],
     );
     return String(reply);
@@ -217,8 +216,7 @@ export class RedisReactorStorage implements ReactorStorage {
 
   /** Unbind an idempotency key from `runId` (only from it): one command (`releaseIdempotencyKey-1.lua`). */
   async releaseIdempotencyKey(reactorName: string, key: string, runId: string): Promise<void> {
-    const name = `${encodeURIComponent(reactorName)}:${encodeURIComponent(key)}`;
-    await runScript(this.redis, 'releaseIdempotencyKey', [this.keys.coordinationKey('idem', name)], [runId]);
+    await runScript(this.redis, 'releaseIdempotencyKey', [this.keys.idempotencyKey(reactorName, key)], [runId]);
   }
 
   /**

@@ -26,8 +26,8 @@ const RUN_LEASE_PATTERN = /^run:(.+)$/s;
 const ELEMENT_LEASE_PATTERN = /^mapel:(.+):(\d+)$/s;
 
 /** `<reactor>:<id>`, each URI-encoded (no `{`, `}` or `:` left in either). */
-function correlationName(reactorName: string, correlationId: string): string {
-  return `${encodeURIComponent(reactorName)}:${encodeURIComponent(correlationId)}`;
+function reactorScopedName(reactorName: string, id: string): string {
+  return `${encodeURIComponent(reactorName)}:${encodeURIComponent(id)}`;
 }
 
 /**
@@ -249,7 +249,7 @@ export class RedisKeys {
    * the hash tag or run two names together.
    */
   correlationKey(reactorName: string, correlationId: string): string {
-    return this.coordinationKey('corr', correlationName(reactorName, correlationId));
+    return this.coordinationKey('corr', reactorScopedName(reactorName, correlationId));
   }
 
   /**
@@ -258,7 +258,15 @@ export class RedisKeys {
    * `<prefix>:{corr:<reactor>:<id>}:mailbox`.
    */
   correlationMailboxKey(reactorName: string, correlationId: string): string {
-    return this.coordinationKey('corr', correlationName(reactorName, correlationId), 'mailbox');
+    return this.coordinationKey('corr', reactorScopedName(reactorName, correlationId), 'mailbox');
+  }
+
+  /**
+   * The run idempotency key `key` of reactor `reactorName` is bound to (STRING):
+   * `<prefix>:{idem:<reactor>:<key>}`, both URI-encoded as in {@link correlationKey}.
+   */
+  idempotencyKey(reactorName: string, key: string): string {
+    return this.coordinationKey('idem', reactorScopedName(reactorName, key));
   }
 
   /**
