@@ -16,7 +16,7 @@ import { CapturingLogger } from '../nest/fixtures';
 import type Redis from 'ioredis';
 import { cleanupPrefix, createTestRedis, onCluster, reactorRedisOption, redisUrl, uniquePrefix } from '../setup/redis';
 import { quitAndWait } from '../e2e/e2e.fixtures';
-import { ChaosFixturesModule, ChaosKeys, type ChaosConfig } from './chaos.fixtures';
+import { ChaosChainReactor, ChaosFixturesModule, ChaosKeys, type ChaosConfig } from './chaos.fixtures';
 
 const ROOT = resolve(__dirname, '..', '..');
 const WORKER_APP = 'test/chaos/worker-app.ts';
@@ -251,4 +251,20 @@ export function useChaosProducer(
       return redis;
     },
   };
+}
+
+/**
+ * Start a chain run (seed `'seed'`) from the producer, check it was dispatched, and wait until
+ * `worker` is inside its step s3. Returns the run's id.
+ */
+export async function startChainUntilInsideS3(chaos: ChaosProducer, worker: WorkerProcess): Promise<string> {
+  const { client, keys } = chaos.producer;
+  const started = await client.start(ChaosChainReactor, { seed: 'seed' });
+  expect(started.status).toBe('dispatched');
+  const runId = started.runId;
+  await waitFor(async () => (await chaos.redis.exists(keys.inside(runId, 's3'))) === 1, {
+    timeoutMs: 15_000,
+    what: () => `worker ${worker.name} inside s3 (output:\n${worker.output})`,
+  });
+  return runId;
 }

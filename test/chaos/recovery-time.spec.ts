@@ -12,8 +12,8 @@
  * Neither is early: nothing recovers the run before its lease could have expired. Set
  * CHAOS_REPORT=1 to print the measured times.
  */
-import { CHAIN_STEPS, ChaosChainReactor } from './chaos.fixtures';
-import { useChaosProducer, waitFor, WorkerProcess } from './chaos.harness';
+import { CHAIN_STEPS } from './chaos.fixtures';
+import { startChainUntilInsideS3, useChaosProducer, waitFor, WorkerProcess } from './chaos.harness';
 
 const LEASE_TTL_MS = 3_000;
 const SWEEP_INTERVAL_MS = 1_000;
@@ -37,15 +37,8 @@ describe('chaos: recovery time after a worker dies (lease TTL + sweep interval; 
     workerA: WorkerProcess;
     workerB: WorkerProcess;
   }> {
-    const { client, keys } = chaos.producer;
     const workerA = await WorkerProcess.start('A', prefix, { LEASE_TTL_MS: String(LEASE_TTL_MS), ...envA });
-    const started = await client.start(ChaosChainReactor, { seed: 'seed' });
-    expect(started.status).toBe('dispatched');
-    const runId = started.runId;
-    await waitFor(async () => (await chaos.redis.exists(keys.inside(runId, 's3'))) === 1, {
-      timeoutMs: 15_000,
-      what: () => `worker A inside s3 (output:\n${workerA.output})`,
-    });
+    const runId = await startChainUntilInsideS3(chaos, workerA);
     // B is up before A goes, so the time measured is the recovery's, not B's boot.
     const workerB = await WorkerProcess.start('B', prefix, {
       LEASE_TTL_MS: String(LEASE_TTL_MS),

@@ -3,8 +3,8 @@
  * recovery sweep re-enqueues the run, another worker resumes it from its last checkpoint, and it
  * completes with every checkpointed step run exactly once.
  */
-import { CHAIN_STEPS, ChaosChainReactor } from './chaos.fixtures';
-import { useChaosProducer, waitFor, WorkerProcess } from './chaos.harness';
+import { CHAIN_STEPS } from './chaos.fixtures';
+import { startChainUntilInsideS3, useChaosProducer, waitFor, WorkerProcess } from './chaos.harness';
 
 const LEASE_TTL_MS = 1500;
 
@@ -18,14 +18,7 @@ describe('chaos: a worker killed inside a step (Redis, BullMQ, child processes)'
       CRASH_AT_STEP: 's3',
       LEASE_TTL_MS: String(LEASE_TTL_MS),
     });
-    const started = await client.start(ChaosChainReactor, { seed: 'seed' });
-    expect(started.status).toBe('dispatched');
-    const runId = started.runId;
-
-    await waitFor(async () => (await chaos.redis.exists(keys.inside(runId, 's3'))) === 1, {
-      timeoutMs: 15_000,
-      what: () => `worker A inside s3 (output:\n${workerA.output})`,
-    });
+    const runId = await startChainUntilInsideS3(chaos, workerA);
     // s1 and s2 were checkpointed before s3 started.
     expect((await client.get(runId))?.completed).toEqual(['s1', 's2']);
     await workerA.kill('SIGKILL');

@@ -12,8 +12,8 @@
  */
 import { elementRunId, mapIdOf } from '../../lib/core/model/keys';
 import type { MapResults } from '../../lib/core/map/map-results';
-import { CHAIN_STEPS, ChaosChainReactor, ChaosMapReactor, mapItems } from './chaos.fixtures';
-import { useChaosProducer, waitFor, WorkerProcess } from './chaos.harness';
+import { CHAIN_STEPS, ChaosMapReactor, mapItems } from './chaos.fixtures';
+import { startChainUntilInsideS3, useChaosProducer, waitFor, WorkerProcess } from './chaos.harness';
 
 /** Far above every wait of these tests: a run finished before it was not recovered by a lease expiry. */
 const LONG_LEASE_TTL_MS = 60_000;
@@ -38,13 +38,7 @@ describe('chaos: SIGTERM hands the run off to another worker (Redis, BullMQ, chi
       LEASE_TTL_MS: String(LONG_LEASE_TTL_MS),
       SHUTDOWN_GRACE_MS: String(GRACE_MS),
     });
-    const started = await client.start(ChaosChainReactor, { seed: 'seed' });
-    expect(started.status).toBe('dispatched');
-    const runId = started.runId;
-    await waitFor(async () => (await chaos.redis.exists(keys.inside(runId, 's3'))) === 1, {
-      timeoutMs: 15_000,
-      what: () => `worker A inside s3 (output:\n${workerA.output})`,
-    });
+    const runId = await startChainUntilInsideS3(chaos, workerA);
     expect((await client.get(runId))?.completed).toEqual(['s1', 's2']);
     // B is consuming before A goes, so the time measured is the hand-off's, not B's boot.
     const workerB = await WorkerProcess.start('B', prefix, {
