@@ -195,19 +195,12 @@ export class ReactorTestingKit {
       });
       return { key, own };
     });
-    let restored = false;
-    const mock: StepMock = {
-      restore: () => {
-        if (restored) return;
-        restored = true;
-        for (const { key, own } of saved.reverse()) {
-          if (own) Object.defineProperty(instance, key, own);
-          else delete instance[key];
-        }
-      },
-    };
-    this.mocks.push(mock);
-    return mock;
+    return this.track(() => {
+      for (const { key, own } of saved.reverse()) {
+        if (own) Object.defineProperty(instance, key, own);
+        else delete instance[key];
+      }
+    });
   }
 
   /**
@@ -238,13 +231,17 @@ export class ReactorTestingKit {
     if (!known.includes(name))
       throw new ConfigurationError(messages.testingReactorNameUnknown(name, didYouMean(name, known), known));
     if (typeof fake?.run !== 'function') throw new ConfigurationError(messages.testingReactorFakeWithoutRun(name));
-    const restore = engine.overrideDefinition(mockedDefinition(engine.definition(name), fake as ReactorFake));
+    return this.track(engine.overrideDefinition(mockedDefinition(engine.definition(name), fake as ReactorFake)));
+  }
+
+  /** A mock whose `restore()` runs `undo` once, put back by {@link restoreSteps} too. */
+  private track(undo: () => void): StepMock {
     let restored = false;
     const mock: StepMock = {
       restore: () => {
         if (restored) return;
         restored = true;
-        restore();
+        undo();
       },
     };
     this.mocks.push(mock);
