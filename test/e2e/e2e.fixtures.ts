@@ -218,6 +218,18 @@ export async function createRedisApp(
   }
 }
 
+/**
+ * A Nest app with the module on the embedded runtime (no Redis): `providers` only, `options` passed
+ * to `forRoot`, the log captured; initialized.
+ */
+export async function createEmbeddedApp(providers: Provider[], options?: ReactorModuleOptions): Promise<TestingModule> {
+  const app = await Test.createTestingModule({ imports: [ReactorModule.forRoot(options)], providers })
+    .setLogger(new CapturingLogger())
+    .compile();
+  await app.init();
+  return app;
+}
+
 /** Resolve once `condition()` holds, checking every 10 ms; throw after `timeoutMs`. */
 export async function pollUntil(condition: () => boolean | Promise<boolean>, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;

@@ -10,7 +10,7 @@
  */
 import 'reflect-metadata';
 import { IsInt, IsOptional, IsString } from 'class-validator';
-import { Test, type TestingModule } from '@nestjs/testing';
+import type { TestingModule } from '@nestjs/testing';
 import type { ReactorBuilder } from '../../lib/core/definition/builder';
 import type { ReactorBlueprint } from '../../lib/core/definition/reactor-blueprint';
 import type { StepContext } from '../../lib/core/definition/step';
@@ -20,9 +20,7 @@ import { REACTOR_RUNTIME } from '../../lib/config/reactor.constants';
 import { failure, success } from '../../lib/core/results/step-outcome';
 import { ReactorClient } from '../../lib/nest/reactor.client';
 import { Reactor } from '../../lib/nest/reactor.decorator';
-import { ReactorModule } from '../../lib/nest/reactor.module';
-import { CapturingLogger } from '../nest/fixtures';
-import { createRedisApp, pollUntil, useRedisPrefixes } from './e2e.fixtures';
+import { createEmbeddedApp, createRedisApp, pollUntil, useRedisPrefixes } from './e2e.fixtures';
 
 const WAIT = { timeoutMs: 15_000 };
 
@@ -177,16 +175,8 @@ const PROVIDERS = [ChargeReactor, RollbackReactor, ApprovalReactor, BookingReact
 
 const { prefix } = useRedisPrefixes();
 
-async function embeddedApp(): Promise<TestingModule> {
-  const app = await Test.createTestingModule({ imports: [ReactorModule.forRoot()], providers: PROVIDERS })
-    .setLogger(new CapturingLogger())
-    .compile();
-  await app.init();
-  return app;
-}
-
 describe.each([
-  ['embedded', () => embeddedApp()],
+  ['embedded', () => createEmbeddedApp(PROVIDERS)],
   ['redis + bullmq', async () => (await createRedisApp(prefix('pctl'), {}, { providers: PROVIDERS })).app],
 ])('issue 21 on the %s runtime', (_name, createApp) => {
   let app: TestingModule;

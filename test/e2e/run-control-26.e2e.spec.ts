@@ -6,7 +6,7 @@
  * compares them without storing them in clear.
  */
 import 'reflect-metadata';
-import { Test, type TestingModule } from '@nestjs/testing';
+import type { TestingModule } from '@nestjs/testing';
 import type { ReactorBuilder } from '../../lib/core/definition/builder';
 import type { ReactorBlueprint } from '../../lib/core/definition/reactor-blueprint';
 import type { StepContext } from '../../lib/core/definition/step';
@@ -14,10 +14,8 @@ import { IdempotencyConflictError } from '../../lib/core/errors';
 import { failure, success } from '../../lib/core/results/step-outcome';
 import { ReactorClient } from '../../lib/nest/reactor.client';
 import { Reactor } from '../../lib/nest/reactor.decorator';
-import { ReactorModule } from '../../lib/nest/reactor.module';
 import { testCipher, SECRET } from '../conformance/test-cipher';
-import { CapturingLogger } from '../nest/fixtures';
-import { createRedisApp, useRedisPrefixes } from './e2e.fixtures';
+import { createEmbeddedApp, createRedisApp, useRedisPrefixes } from './e2e.fixtures';
 
 const WAIT = { timeoutMs: 15_000 };
 
@@ -85,17 +83,6 @@ const PROVIDERS = [ShipReactor, PayReactor, SecretReactor];
 const { prefix, redis } = useRedisPrefixes();
 let redisPrefix = '';
 
-async function embeddedApp(): Promise<TestingModule> {
-  const app = await Test.createTestingModule({
-    imports: [ReactorModule.forRoot({ inputCipher: testCipher })],
-    providers: PROVIDERS,
-  })
-    .setLogger(new CapturingLogger())
-    .compile();
-  await app.init();
-  return app;
-}
-
 function openGate(): void {
   gate?.open();
   gate = undefined;
@@ -107,7 +94,7 @@ function closeGate(): void {
 }
 
 describe.each([
-  ['embedded', () => embeddedApp()],
+  ['embedded', () => createEmbeddedApp(PROVIDERS, { inputCipher: testCipher })],
   [
     'redis + bullmq',
     async () => {
