@@ -5,7 +5,6 @@
  */
 import type { Type } from '@nestjs/common';
 import type { TestingModule } from '@nestjs/testing';
-import type Redis from 'ioredis';
 import { REACTOR_RUNTIME, type ReactorRuntime } from '../../lib/config';
 import type { ReactorBuilder } from '../../lib/core/definition/builder';
 import type { ReactorBlueprint } from '../../lib/core/definition/reactor-blueprint';
@@ -13,8 +12,7 @@ import { success } from '../../lib/core/results/step-outcome';
 import type { ReactorClient } from '../../lib/nest/reactor.client';
 import { Reactor } from '../../lib/nest/reactor.decorator';
 import { reactorMatchers } from '../../lib/testing/jest';
-import { cleanupPrefix, createTestRedis, uniquePrefix } from '../setup/redis';
-import { createRedisApp, quitAndWait } from './e2e.fixtures';
+import { createRedisApp, useRedisPrefixes } from './e2e.fixtures';
 
 expect.extend(reactorMatchers);
 
@@ -43,15 +41,16 @@ const RollbackWaitReactor = rollbackWaitReactor('e2e-rollback-wait', 300);
 /** The same with a longer wait: 5 s. */
 const LongRollbackWaitReactor = rollbackWaitReactor('e2e-rollback-wait-long', 5_000);
 
+// The file's Redis connection and prefix cleanup, after the describe's app is closed.
+const { prefix: redisPrefix } = useRedisPrefixes();
+
 describe('rollbackWaitMs on Redis and BullMQ (e2e)', () => {
-  const prefix = uniquePrefix('e2e-rollback-wait');
-  let redis: Redis;
+  const prefix = redisPrefix('e2e-rollback-wait');
   let app: TestingModule;
   let client: ReactorClient;
   let runtime: ReactorRuntime;
 
   beforeAll(async () => {
-    redis = createTestRedis();
     ({ app, client } = await createRedisApp(
       prefix,
       { sweeper: { enabled: false } },
@@ -62,8 +61,6 @@ describe('rollbackWaitMs on Redis and BullMQ (e2e)', () => {
 
   afterAll(async () => {
     await app?.close();
-    await cleanupPrefix(redis, prefix);
-    await quitAndWait(redis);
   });
 
   it('the lock held past the wait: the undo is reported coordinationUnavailable after about rollbackWaitMs', async () => {

@@ -4,7 +4,6 @@
  * runs once the lock is free (the embedded runtime: test/testing/step-snooze-event.spec.ts).
  */
 import type { TestingModule } from '@nestjs/testing';
-import type Redis from 'ioredis';
 import { REACTOR_RUNTIME, type ReactorRuntime } from '../../lib/config';
 import type { ReactorBuilder } from '../../lib/core/definition/builder';
 import type { ReactorBlueprint } from '../../lib/core/definition/reactor-blueprint';
@@ -14,8 +13,7 @@ import type { ReactorClient } from '../../lib/nest/reactor.client';
 import { Reactor } from '../../lib/nest/reactor.decorator';
 import { RecordingMiddleware } from '../../lib/testing';
 import { reactorMatchers } from '../../lib/testing/jest';
-import { cleanupPrefix, createTestRedis, uniquePrefix } from '../setup/redis';
-import { createRedisApp, quitAndWait } from './e2e.fixtures';
+import { createRedisApp, useRedisPrefixes } from './e2e.fixtures';
 
 expect.extend(reactorMatchers);
 
@@ -35,15 +33,16 @@ class SnoozeCheckout implements ReactorBlueprint<{ account: string }> {
 
 type SnoozeEvent = Extract<ReactorEvent, { type: 'step.snooze' }>;
 
+// The file's Redis connection and prefix cleanup, after the describe's app is closed.
+const { prefix: redisPrefix } = useRedisPrefixes();
+
 describe('step.snooze on Redis and BullMQ (e2e)', () => {
-  const prefix = uniquePrefix('e2e-snooze');
+  const prefix = redisPrefix('e2e-snooze');
   const recorder = new RecordingMiddleware();
-  let redis: Redis;
   let app: TestingModule;
   let client: ReactorClient;
 
   beforeAll(async () => {
-    redis = createTestRedis();
     ({ app, client } = await createRedisApp(
       prefix,
       { sweeper: { enabled: false }, middleware: [recorder] },
@@ -53,8 +52,6 @@ describe('step.snooze on Redis and BullMQ (e2e)', () => {
 
   afterAll(async () => {
     await app?.close();
-    await cleanupPrefix(redis, prefix);
-    await quitAndWait(redis);
   });
 
   it('names the key and the delay; a worker runs the step after the delay, once the lock is free, with no attempt spent', async () => {
