@@ -344,11 +344,11 @@ export function stepFailed(
   const described = describeError(error);
   const attempts = options.attempts ?? state.attempts[step.name] ?? 0;
   const message = described.message;
+  const noun = stepKindOf(step).failureNoun;
   const failure = runFailure({
     message:
-      // An interrupt's attempts are its payloads: its error says how many were tried.
-      step.handler.kind === 'interrupt'
-        ? `Reactor '${def.name}' interrupt '${step.name}' failed: ${message}`
+      noun !== undefined
+        ? `Reactor '${def.name}' ${noun} '${step.name}' failed: ${message}`
         : attempts > 0
           ? `Reactor '${def.name}' step '${step.name}' failed after ${attempts} attempt${attempts === 1 ? '' : 's'}: ${message}`
           : `Reactor '${def.name}' step '${step.name}' failed: ${message}`,

@@ -63,6 +63,7 @@ export const interruptStep: StepKind<InterruptSpecOf> = {
   },
 
   adoptingDetail: 'resuming at the interrupt',
+  failureNoun: 'interrupt',
 
   async undo() {
     return { failures: [], detail: 'an interrupt has nothing to undo' };

@@ -107,6 +107,11 @@ export interface StepKind<S extends HandlerSpec = HandlerSpec> {
   adopting?(scope: StepScope, step: StepOf<S>): boolean;
   /** What the trace says of a step re-entered to adopt its work. @default 'adopting the map results' */
   adoptingDetail?: string;
+  /**
+   * What a failure message calls the step, with no attempt count (an interrupt's attempts are its
+   * payloads: its error says how many were tried). Absent: `step`, with the attempts.
+   */
+  failureNoun?: string;
   /** The step never goes on the run's undo stack (an async unit is never undone with its run). */
   offUndoStack?: true;
   /** The value readers get from what the step stored as its result (an async unit's outcome). */
