@@ -132,41 +132,45 @@ describe('the dashboard on Fastify: cross-site actions and the origin check', ()
   });
 
   it('publicOrigin: only the configured origin; trustProxy: the forwarded scheme and host', async () => {
-    const pub = await fastifyApp({ publicOrigin: 'https://ops.example.com' });
-    try {
-      const client = pub.get(ReactorClient);
-      const paused = await client.run('dash-approval', { requestId: 'fastify-public' });
-      const cancel = (headers: Record<string, string>) =>
-        pub.inject({
-          method: 'POST',
-          url: `${BASE}/api/runs/${paused.runId}/cancel`,
-          headers: { ...ACTION, host: HOST, ...headers },
-          payload: {},
-        });
-      expect((await cancel({ origin: `http://${HOST}` })).statusCode).toBe(403);
-      expect((await client.get(paused.runId))?.status).toBe('paused');
-      expect((await cancel({ origin: 'https://ops.example.com' })).statusCode).toBe(200);
-    } finally {
-      await pub.close();
+    /** On an app with `options`: a paused run's cancel is refused (403, still paused), then accepted (200). */
+    async function refusedThenAccepted(
+      options: ReactorDashboardOptions,
+      requestId: string,
+      refused: Record<string, string>,
+      accepted: Record<string, string>,
+    ): Promise<void> {
+      const app = await fastifyApp(options);
+      try {
+        const client = app.get(ReactorClient);
+        const paused = await client.run('dash-approval', { requestId });
+        const cancel = (headers: Record<string, string>) =>
+          app.inject({
+            method: 'POST',
+            url: `${BASE}/api/runs/${paused.runId}/cancel`,
+            headers: { ...ACTION, host: HOST, ...headers },
+            payload: {},
+          });
+        expect((await cancel(refused)).statusCode).toBe(403);
+        expect((await client.get(paused.runId))?.status).toBe('paused');
+        expect((await cancel(accepted)).statusCode).toBe(200);
+      } finally {
+        await app.close();
+      }
     }
-    const proxied = await fastifyApp({ trustProxy: true });
-    try {
-      const client = proxied.get(ReactorClient);
-      const paused = await client.run('dash-approval', { requestId: 'fastify-proxy' });
-      const cancel = (headers: Record<string, string>) =>
-        proxied.inject({
-          method: 'POST',
-          url: `${BASE}/api/runs/${paused.runId}/cancel`,
-          headers: { ...ACTION, host: HOST, ...headers },
-          payload: {},
-        });
-      const forwarded = { 'x-forwarded-proto': 'https', 'x-forwarded-host': 'ops.example.com' };
-      expect((await cancel({ ...forwarded, origin: `http://${HOST}` })).statusCode).toBe(403);
-      expect((await client.get(paused.runId))?.status).toBe('paused');
-      expect((await cancel({ ...forwarded, origin: 'https://ops.example.com' })).statusCode).toBe(200);
-    } finally {
-      await proxied.close();
-    }
+
+    await refusedThenAccepted(
+      { publicOrigin: 'https://ops.example.com' },
+      'fastify-public',
+      { origin: `http://${HOST}` },
+      { origin: 'https://ops.example.com' },
+    );
+    const forwarded = { 'x-forwarded-proto': 'https', 'x-forwarded-host': 'ops.example.com' };
+    await refusedThenAccepted(
+      { trustProxy: true },
+      'fastify-proxy',
+      { ...forwarded, origin: `http://${HOST}` },
+      { ...forwarded, origin: 'https://ops.example.com' },
+    );
   });
 
   it.each(['../x', '//evil.com', 'a/../b'])('refuses the path %j before mounting, naming the option', (path) => {
