@@ -303,7 +303,18 @@ export async function moveSlot(
     const migrate = async (limit: number): Promise<number> => {
       const keys = (await client(source).call('CLUSTER', 'GETKEYSINSLOT', slot, limit)) as string[];
       if (keys.length === 0) return 0;
-      await client(source).call('MIGRATE', target.host, target.port, '', 0, 5000, 'KEYS', ...keys);
+      // IOERR: the source's cached connection to the target timed out or was closed under load
+      // (Redis drops the cached socket on it). Sent again with REPLACE, since the target may hold
+      // keys of the batch already; the source stays authoritative while the slot is MIGRATING.
+      for (let attempt = 1; ; attempt++) {
+        try {
+          const replace = attempt > 1 ? ['REPLACE'] : [];
+          await client(source).call('MIGRATE', target.host, target.port, '', 0, 5000, ...replace, 'KEYS', ...keys);
+          break;
+        } catch (error) {
+          if (attempt >= 3 || !String((error as Error).message).startsWith('IOERR')) throw error;
+        }
+      }
       moved += keys.length;
       return keys.length;
     };
