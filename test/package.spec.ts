@@ -185,7 +185,7 @@ describe('the published package', () => {
     ]) {
       expect(files).toContain(entry);
     }
-    expect(files).toContain('dist/lib/scripts/checkpoint-4.lua');
+    expect(files).toContain('dist/lib/scripts/checkpoint-n.lua');
     expect(files).toContain('dist/lib/scripts/interruptClaim-3.lua');
     expect(files.filter((f) => f.startsWith('test/') || f.startsWith('lib/') || f.startsWith('sample/'))).toEqual([]);
     expect(files.filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts'))).toEqual([]);

@@ -4,7 +4,7 @@
 
   Input:
     KEYS[1]  run lease   STRING the holder's token
-    KEYS[2]  run record  HASH   the run's fields (see checkpoint-4.lua)
+    KEYS[2]  run record  HASH   the run's fields (see checkpoint-n.lua)
 
     ARGV[1]  lease token (random, chosen by the caller)
     ARGV[2]  lease TTL (ms)

@@ -10,7 +10,7 @@
 
   Input:
     KEYS[1]  run record   HASH   of the top-level run; fields status, terminal ("1"/"0") (see
-                                 checkpoint-4.lua)
+                                 checkpoint-n.lua)
     KEYS[2]  resume       HASH   c:<path> claim (JSON), exp:<path> expiry of an early claim (ms),
                                  n:<path> invalid payloads counted (see interruptReject-3.lua)
     KEYS[3]  shard index  ZSET   member = top-level run id, score = updatedAt (ms)

@@ -9,7 +9,7 @@
   resume hash is kept for the retention TTL after each write.
 
   Input:
-    KEYS[1]  run record   HASH   of the top-level run; fields status, terminal (see checkpoint-4.lua)
+    KEYS[1]  run record   HASH   of the top-level run; fields status, terminal (see checkpoint-n.lua)
     KEYS[2]  resume       HASH   c:<path>, exp:<path>, n:<path> (see interruptClaim-3.lua)
     KEYS[3]  shard index  ZSET   member = top-level run id, score = updatedAt (ms)
 

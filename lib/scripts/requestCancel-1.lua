@@ -1,11 +1,11 @@
 --[[
   Ask a run to cancel: store the reason with a non-terminal run, where the process executing it
-  finds it at its next checkpoint (checkpoint-4.lua answers 3 while the field is there). A terminal
+  finds it at its next checkpoint (checkpoint-n.lua answers 3 while the field is there). A terminal
   run, and a run that is rolling back (its rollback is under way: nothing is left to cancel), are
   left as they are.
 
   Input:
-    KEYS[1]  run record   HASH (see checkpoint-4.lua); field `cancel` gets the reason
+    KEYS[1]  run record   HASH (see checkpoint-n.lua); field `cancel` gets the reason
     ARGV[1]  reason
 
   Output: the run's status (a string), or nil when there is no run.

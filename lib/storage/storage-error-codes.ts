@@ -15,7 +15,7 @@ export enum StorageErrorCode {
   MapMissing = -3,
 }
 
-/** Non-error results of `checkpoint-4.lua` (and of the memory adapter's save). */
+/** Non-error results of `checkpoint-n.lua` (and of the memory adapter's save). */
 export enum CheckpointResult {
   /** Nothing written: `createOnly` and a record with this id exists. */
   Exists = 0,

@@ -124,9 +124,9 @@ describe('errors thrown to users carry a class and a stable code', () => {
   });
 
   it('a script run with the wrong number of keys: InternalError', async () => {
-    const error = await runScript({} as never, 'checkpoint', ['only-one'], []).catch((e: unknown) => e);
+    const error = await runScript({} as never, 'markBroken', ['only-one'], []).catch((e: unknown) => e);
 
     expect(error).toBeInstanceOf(InternalError);
-    expect(error).toMatchObject({ code: 'INTERNAL', message: "Script 'checkpoint' takes 4 keys, got 1." });
+    expect(error).toMatchObject({ code: 'INTERNAL', message: "Script 'markBroken' takes 2 keys, got 1." });
   });
 });

@@ -50,7 +50,7 @@ export class MemoryLockManager implements LockManager {
 
   /**
    * Synchronous check that `lease` is held by its token now. Used by {@link MemoryReactorStorage}
-   * to fence writes the way `checkpoint-4.lua` does.
+   * to fence writes the way `checkpoint-n.lua` does.
    */
   holds(lease: Lease): boolean {
     return this.current(lease.key)?.token === lease.token;

@@ -286,7 +286,7 @@ export class MemoryReactorStorage implements ReactorStorage {
     this.runs.clear();
   }
 
-  /** Mirror of `checkpoint-4.lua`, in the same order of checks. */
+  /** Mirror of `checkpoint-n.lua`, in the same order of checks. */
   private checkpoint(state: RunState, delta: RecordDelta, options: SaveOptions): number {
     const { lease } = options;
     if (lease && options.acquireLease) {

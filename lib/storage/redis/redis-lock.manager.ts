@@ -17,7 +17,7 @@ export interface RedisLockManagerOptions {
  * Every method is one command.
  *
  * Logical keys map to physical keys through {@link RedisKeys.physicalLeaseKey}: the run lease
- * `run:<runId>` becomes the run's lease key (so `checkpoint-4.lua` can fence on it in the run's
+ * `run:<runId>` becomes the run's lease key (so `checkpoint-n.lua` can fence on it in the run's
  * slot), any other name becomes `<prefix>:{lock:<name>}`. The {@link Lease} returned carries the
  * logical key.
  */

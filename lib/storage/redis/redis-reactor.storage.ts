@@ -23,6 +23,7 @@ import { Sealer } from '../sealing';
 import { brokenRunState, DEFAULT_MAX_CONTEXT_BYTES, indexScore } from '../run-state.codec';
 import { CheckpointResult, isErrorCode, storageError } from '../storage-error-codes';
 import type { RedisKeys } from './redis.keys';
+import { CheckpointBatcher } from './checkpoint-batcher';
 import { defineScripts, runIntegerScript, runScript, type RedisConnection } from './redis-scripts';
 
 /** Default retention of a run record: 24 hours, re-stamped on every write. */
@@ -52,8 +53,10 @@ export interface RedisReactorStorageOptions {
  * object, so its cost does not grow with the length of the run.
  *
  * Round trips:
- * - `save` (fenced or not): exactly one command, `EVALSHA checkpoint-4` (the first use on a
- *   connection sends `EVAL` with the body instead; after a `SCRIPT FLUSH` ioredis retries once).
+ * - `save` (fenced or not): one `EVALSHA checkpoint-n` at most, shared with the other saves of the
+ *   same event-loop turn (group commit, {@link CheckpointBatcher}; on a cluster, with those of the
+ *   same shard). The first use on a connection sends `EVAL` with the body instead; after a
+ *   `SCRIPT FLUSH` ioredis retries once.
  * - `load`: one `HGETALL`; when the record is missing, one more script drops it from the index.
  * - `listActive`: one `ZRANGE` per shard, sent together.
  * - `markBroken`: an `HGET` (to keep what can be kept) and one script.
@@ -80,7 +83,11 @@ export class RedisReactorStorage implements ReactorStorage {
   private readonly written = new WeakMap<RunState, Written>();
   /** The cancel request the last save or load of each state object found. */
   private readonly cancels = new WeakMap<RunState, string>();
-  /** Numbers this adapter's fenced writes, so each has a stamp of its own (see checkpoint-4.lua). */
+  /** Whether the connection is a cluster client (group commits per shard). */
+  private readonly cluster: boolean;
+  /** Sends the checkpoints of one event-loop turn together (see {@link CheckpointBatcher}). */
+  private readonly batcher: CheckpointBatcher;
+  /** Numbers this adapter's fenced writes, so each has a stamp of its own (see checkpoint-n.lua). */
   private writes = 0;
   private readonly runKeys = new WeakMap<
     RunState,
@@ -98,6 +105,8 @@ export class RedisReactorStorage implements ReactorStorage {
     this.encryptsInputs = this.sealer.available;
     this.clock = options.clock ?? systemClock;
     defineScripts(redis);
+    this.cluster = (redis as { isCluster?: boolean }).isCluster === true;
+    this.batcher = new CheckpointBatcher(redis, this.contextTtlMs);
   }
 
   /**
@@ -116,25 +125,31 @@ export class RedisReactorStorage implements ReactorStorage {
     const { lease } = options;
     const leaseTtl = lease && options.leaseTtlMs !== undefined ? normalizeTtlMs(options.leaseTtlMs, 'leaseTtlMs') : 0;
     const runId = state.runId;
-    const result = await runIntegerScript(this.redis, 'checkpoint', this.keysOf(state, lease), [
-      runId,
-      state.status,
-      indexScore(state),
-      this.contextTtlMs,
-      lease?.token ?? '',
-      leaseTtl,
-      flag(isTerminal(state.status)) +
-        flag(options.createOnly) +
-        flag(options.reopen) +
-        flag(options.releaseLease) +
-        flag(options.acquireLease) +
-        flag(delta.full),
-      lease ? `${lease.token}:${++this.writes}` : '',
-      delta.set.length,
-      ...delta.set,
-      ...delta.del,
-    ]);
-    if (isErrorCode(result)) throw storageError(result, { runId, operation: 'save (checkpoint-4.lua)' });
+    const keys = this.keysOf(state, lease, options.createOnly === true);
+    const result = await this.batcher.submit(
+      this.groupOf(runId),
+      keys,
+      [
+        keys.length,
+        runId,
+        state.status,
+        indexScore(state),
+        lease?.token ?? '',
+        leaseTtl,
+        flag(isTerminal(state.status)) +
+          flag(options.createOnly) +
+          flag(options.reopen) +
+          flag(options.releaseLease) +
+          flag(options.acquireLease) +
+          flag(delta.full),
+        lease ? ++this.writes : 0,
+        delta.set.length,
+        delta.del.length,
+      ],
+      delta.set,
+      delta.del,
+    );
+    if (isErrorCode(result)) throw storageError(result, { runId, operation: 'save (checkpoint-n.lua)' });
     if (result !== CheckpointResult.Written && result !== CheckpointResult.WrittenCancelRequested) return false;
     this.written.set(state, delta.commit());
     if (result === CheckpointResult.WrittenCancelRequested && !this.cancels.has(state)) {
@@ -273,8 +288,16 @@ export class RedisReactorStorage implements ReactorStorage {
     return { acquired: true, state: this.decode(runId, fields) };
   }
 
-  /** The keys of a checkpoint of `state`: its record and index keys are built once per state object. */
-  private keysOf(state: RunState, lease: Lease | undefined): string[] {
+  /** The group commit a run's checkpoint joins: one for all on a standalone server, its shard's on a cluster. */
+  private groupOf(runId: string): number {
+    return this.cluster ? this.keys.shardOf(runId) : 0;
+  }
+
+  /**
+   * The keys of a checkpoint of `state` (the reactor's runs index only for a create): its record
+   * and index keys are built once per state object.
+   */
+  private keysOf(state: RunState, lease: Lease | undefined, create: boolean): string[] {
     const runId = state.runId;
     let cached = this.runKeys.get(state);
     if (cached?.runId !== runId || cached.reactorName !== state.reactorName) {
@@ -288,12 +311,8 @@ export class RedisReactorStorage implements ReactorStorage {
       };
       this.runKeys.set(state, cached);
     }
-    return [
-      cached.record,
-      lease ? this.keys.physicalLeaseKey(lease.key) : this.keys.leaseKey(runId),
-      cached.index,
-      cached.runs,
-    ];
+    const leaseKey = lease ? this.keys.physicalLeaseKey(lease.key) : this.keys.leaseKey(runId);
+    return create ? [cached.record, leaseKey, cached.index, cached.runs] : [cached.record, leaseKey, cached.index];
   }
 
   private decode(runId: string, fields: Record<string, string>): RunState {

@@ -15,7 +15,7 @@ export type RedisConnection = Redis | Cluster;
  * `--- @include "<name>"` (fragments define local functions and never name `KEYS`).
  */
 export const SCRIPT_FILES = {
-  checkpoint: 'checkpoint-4.lua',
+  checkpoint: 'checkpoint-n.lua',
   markBroken: 'markBroken-2.lua',
   forgetIfMissing: 'forgetIfMissing-2.lua',
   extendLease: 'extendLease-1.lua',

@@ -289,7 +289,7 @@ export class RedisKeys {
 
   /**
    * Physical key of a logical lease name given to the LockManager. The run lease `run:<runId>`
-   * maps to {@link leaseKey} so that `checkpoint-4.lua` can check it in the run's slot; a map
+   * maps to {@link leaseKey} so that `checkpoint-n.lua` can check it in the run's slot; a map
    * element's lease `mapel:<mapId>:<index>` maps to {@link mapElementLeaseKey} so that the map
    * scripts can check it in the map's slot; any other name maps to {@link lockKey}.
    */

@@ -1,0 +1,203 @@
+--[[
+  Checkpoint runs: the engine's hot-path write. One call carries the deltas of one or more runs
+  (group commit: the checkpoints of concurrent runs that are ready in the same event-loop turn go
+  together; on a cluster, only runs of one shard, so every key is in one slot). Each run is fenced,
+  checked and written on its own, exactly as if it were sent alone: one run's refusal or error
+  never touches another's write.
+
+  A run's delta is the fields it changed since its last write (its header, the new step's result,
+  attempts and trace entries, the undo entries pushed or popped), or the whole record when `full`
+  is set. For each run, in order: check the fencing lease (when a token is given); honour
+  createOnly; refuse to replace a terminal record with a non-terminal state (a stale writer) unless
+  reopening; write the fields (a full write deletes the record first); re-stamp its retention TTL;
+  refresh the lease TTL; add the run to its shard's index of non-terminal runs, or remove it once
+  terminal. Lua never decodes the JSON: the status and a terminal flag are stored beside it.
+
+  Input:
+    ARGV[1]  retention TTL (ms) of the records
+    ARGV[2]  the number of runs that follow
+
+  Then, for each run, its keys (in KEYS, in order) and a block of its arguments (in ARGV, in order):
+    KEYS     run record        HASH   fields: state (identity JSON), head (progress JSON), at
+                                      (updatedAt, ms), inputs, r:<step>, u:<n>, t:<n>, a:<step>,
+                                      c:<step>, m:<step> (see run-record.codec.ts), and status,
+                                      terminal ("1"/"0"), broken, w (the last fenced write's stamp)
+             run lease         STRING the holder's token
+             shard index       ZSET   member = run id, score = index score (ms)
+             reactor's runs    ZSET   (only when the block's key count is 4: a createOnly write)
+                                      member = run id, score = creation time (ms): the runs of the
+                                      run's reactor in its shard, for `list`; trimmed of runs older
+                                      than the retention
+    ARGV     +1  key count: 3, or 4 with the reactor's runs key
+             +2  run id
+             +3  status
+             +4  index score (ms)
+             +5  lease token; "" for an unfenced write
+             +6  lease TTL (ms) to refresh the lease to; "0" leaves it alone
+             +7  flags, one character each, "1" or "0", in this order:
+                   1 terminal: the state is terminal
+                   2 createOnly: write only if no record exists
+                   3 reopen: a non-terminal state may replace a terminal record
+                   4 releaseLease: delete the lease after writing (the run's final save)
+                   5 acquireLease: take the lease (SET NX PX with the token) instead of checking
+                     it: a run's first save in the caller; with createOnly, an existing record is
+                     refused first
+                   6 full: replace the whole record (delete, then write the fields)
+             +8  write number: with the token, the stamp `<token>:<n>` unique to this write of this
+                 writer (unused for an unfenced write). Stored in the record's `w` field; a re-sent
+                 script (its reply was lost and the client sent it again) finds its own stamp and
+                 answers 1 as the first time did, instead of "exists" or "lease lost"
+             +9  s: the number of field/value arguments that follow (twice the fields to set)
+             +10 d: the number of fields to delete, after them
+             +11 ..  field, value, field, value, ... (s arguments), then the d fields to delete
+
+  A `cancel` field (a cancel request, see requestCancel-1.lua) survives every write but a terminal
+  one (a full write keeps it; createOnly never finds one); while it is there, a write answers 3.
+
+  Output: an array, one entry per run, in order:
+     1  written
+     3  written, and the run holds a cancel request
+     0  not written: createOnly and the record exists
+     2  not written: the stored record is terminal and the new state is not
+    -1  lease lost (the token does not hold the lease key)
+    -2  invalid argument
+    an error reply: a command of this run's write failed (e.g. WRONGTYPE); nothing after it in
+    that run's write was done, and the other runs are unaffected
+]]
+local contextTtl = tonumber(ARGV[1])
+local runs = tonumber(ARGV[2])
+if not contextTtl or contextTtl <= 0 or not runs or #KEYS < 3 * runs then
+  return -2
+end
+
+-- HSET and HDEL in chunks: unpack() is bounded by Lua's C stack.
+local CHUNK = 200
+
+local function checkpoint(record, leaseKey, index, runsKey, o)
+  local runId = ARGV[o + 2]
+  local status = ARGV[o + 3]
+  local score = tonumber(ARGV[o + 4])
+  local token = ARGV[o + 5]
+  local leaseTtl = tonumber(ARGV[o + 6])
+  local flags = ARGV[o + 7]
+  local stamp = token ~= "" and (token .. ":" .. ARGV[o + 8]) or ""
+  local s = tonumber(ARGV[o + 9])
+  local d = tonumber(ARGV[o + 10])
+  if not leaseTtl or not score or not s or not d or s % 2 ~= 0 or #flags ~= 6 then
+    return -2
+  end
+  local terminal = string.sub(flags, 1, 1)
+  local createOnly = string.sub(flags, 2, 2) == "1"
+  local reopen = string.sub(flags, 3, 3) == "1"
+  local releaseLease = string.sub(flags, 4, 4) == "1"
+  local acquireLease = string.sub(flags, 5, 5) == "1"
+  local full = string.sub(flags, 6, 6) == "1"
+
+  -- This very write was applied already (a re-send after a lost reply).
+  local function mine()
+    return stamp ~= "" and redis.call("HGET", record, "w") == stamp
+  end
+  if acquireLease and token ~= "" then
+    if createOnly and redis.call("EXISTS", record) == 1 then
+      if mine() then
+        return 1
+      end
+      return 0
+    end
+    if not redis.call("SET", leaseKey, token, "NX", "PX", leaseTtl) then
+      return -1
+    end
+  elseif token ~= "" and redis.call("GET", leaseKey) ~= token then
+    if mine() then
+      return 1
+    end
+    return -1
+  end
+
+  if createOnly then
+    if redis.call("EXISTS", record) == 1 then
+      if mine() then
+        return 1
+      end
+      return 0
+    end
+  elseif terminal == "0" and not reopen then
+    if redis.call("HGET", record, "terminal") == "1" then
+      return 2
+    end
+  end
+
+  local cancel = false
+  if terminal == "1" then
+    redis.call("HDEL", record, "cancel")
+  else
+    cancel = redis.call("HGET", record, "cancel")
+  end
+  if full then
+    redis.call("DEL", record)
+    if cancel then
+      redis.call("HSET", record, "cancel", cancel)
+    end
+  end
+  local first, last = o + 11, o + 10 + s
+  for i = first, last, 2 * CHUNK do
+    redis.call("HSET", record, unpack(ARGV, i, math.min(i + 2 * CHUNK - 1, last)))
+  end
+  for i = last + 1, last + d, CHUNK do
+    redis.call("HDEL", record, unpack(ARGV, i, math.min(i + CHUNK - 1, last + d)))
+  end
+  redis.call("HSET", record, "status", status, "terminal", terminal)
+  if stamp ~= "" then
+    redis.call("HSET", record, "w", stamp)
+  else
+    redis.call("HDEL", record, "w")
+  end
+  redis.call("HDEL", record, "broken")
+  redis.call("PEXPIRE", record, contextTtl)
+
+  if terminal == "1" then
+    redis.call("ZREM", index, runId)
+  else
+    redis.call("ZADD", index, score, runId)
+  end
+
+  if createOnly and runsKey then
+    redis.call("ZADD", runsKey, score, runId)
+    redis.call("ZREMRANGEBYSCORE", runsKey, "-inf", "(" .. (score - contextTtl))
+  end
+
+  if token ~= "" and releaseLease then
+    redis.call("DEL", leaseKey)
+  elseif token ~= "" and leaseTtl > 0 then
+    redis.call("PEXPIRE", leaseKey, leaseTtl)
+  end
+  if cancel then
+    return 3
+  end
+  return 1
+end
+
+local out = {}
+local k, o = 0, 2
+for r = 1, runs do
+  local keyCount = tonumber(ARGV[o + 1])
+  local s = tonumber(ARGV[o + 9])
+  local d = tonumber(ARGV[o + 10])
+  if (keyCount ~= 3 and keyCount ~= 4) or not s or not d then
+    -- The blocks cannot be told apart past a malformed one.
+    for rest = r, runs do
+      out[rest] = -2
+    end
+    return out
+  end
+  local runsKey = keyCount == 4 and KEYS[k + 4] or nil
+  local ok, result = pcall(checkpoint, KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], runsKey, o)
+  if ok then
+    out[r] = result
+  else
+    out[r] = { err = type(result) == "table" and result.err or tostring(result) }
+  end
+  k = k + keyCount
+  o = o + 10 + s + d
+end
+return out

@@ -1,0 +1,94 @@
+import { runScript, type RedisConnection } from './redis-scripts';
+
+/** One run's part of a group commit: its keys and its block of arguments (see `checkpoint-n.lua`). */
+interface Pending {
+  resolve(result: number): void;
+  reject(error: unknown): void;
+}
+
+interface Batch {
+  keys: string[];
+  args: Array<string | number>;
+  waiters: Pending[];
+}
+
+/** Most runs one `checkpoint-n.lua` call carries; more go in another call of the same turn. */
+export const MAX_RUNS_PER_COMMIT = 128;
+
+/**
+ * Group commit of run checkpoints. The checkpoints submitted in one turn of the event loop (the
+ * runs whose steps finished together, typically because one socket read resolved their previous
+ * writes) are sent as one `checkpoint-n.lua` call per group, after the current microtasks, instead
+ * of one call each: one command to build, one socket write and one reply to parse for all of
+ * them. Each run is still fenced and written on its own inside the script, and each caller gets its
+ * own run's answer (or error); a failure of the call itself (the connection) fails every run in it.
+ *
+ * Groups: on a standalone server every run can share a call; on a cluster only the runs of one
+ * shard (one hash slot) can, so the caller groups by shard.
+ */
+export class CheckpointBatcher {
+  private batches = new Map<number, Batch>();
+  private scheduled = false;
+
+  constructor(
+    private readonly redis: RedisConnection,
+    private readonly contextTtlMs: number,
+  ) {}
+
+  /**
+   * Queue one run's checkpoint in `group`: its `keys` (3, or 4 for a create) and its arguments, the
+   * ten fixed ones of its block (`fixed`, its key count first) then the fields to set and delete.
+   * Resolves with the script's answer for this run; rejects with its error.
+   */
+  submit(
+    group: number,
+    keys: readonly string[],
+    fixed: ReadonlyArray<string | number>,
+    set: readonly string[],
+    del: readonly string[],
+  ): Promise<number> {
+    return new Promise<number>((resolve, reject) => {
+      let batch = this.batches.get(group);
+      if (batch === undefined || batch.waiters.length >= MAX_RUNS_PER_COMMIT) {
+        if (batch !== undefined) this.send(batch);
+        batch = { keys: [], args: [this.contextTtlMs, 0], waiters: [] };
+        this.batches.set(group, batch);
+      }
+      for (let i = 0; i < keys.length; i++) batch.keys.push(keys[i]);
+      const { args } = batch;
+      for (let i = 0; i < fixed.length; i++) args.push(fixed[i]);
+      for (let i = 0; i < set.length; i++) args.push(set[i]);
+      for (let i = 0; i < del.length; i++) args.push(del[i]);
+      batch.waiters.push({ resolve, reject });
+      if (!this.scheduled) {
+        this.scheduled = true;
+        process.nextTick(this.flush);
+      }
+    });
+  }
+
+  private readonly flush = (): void => {
+    this.scheduled = false;
+    const batches = this.batches;
+    this.batches = new Map();
+    for (const batch of batches.values()) this.send(batch);
+  };
+
+  private send(batch: Batch): void {
+    const { waiters } = batch;
+    batch.args[1] = waiters.length;
+    runScript(this.redis, 'checkpoint', batch.keys, batch.args).then(
+      (reply) => {
+        const answers = reply as unknown[];
+        for (let i = 0; i < waiters.length; i++) {
+          const answer = Array.isArray(answers) ? answers[i] : answers;
+          if (typeof answer === 'number') waiters[i].resolve(answer);
+          else waiters[i].reject(answer instanceof Error ? answer : new Error(`checkpoint-n.lua answered ${String(answer)}`));
+        }
+      },
+      (error: unknown) => {
+        for (const waiter of waiters) waiter.reject(error);
+      },
+    );
+  }
+}
