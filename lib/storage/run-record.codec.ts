@@ -13,15 +13,15 @@
  * | `inputs`     | the validated inputs (JSON)                                | once               |
  * | `r:<step>`   | `[seq]` or `[seq, value]`: a finished step's result, `seq` its place in `completed` | once |
  * | `u:<n>`      | `[step, args]`: entry `n` of the undo stack (its result is `r:<step>`) | on push; deleted on pop |
- * | `t:<n>`      | trace entry `n` (JSON)                                     | once               |
+ * | `t:<n>`      | trace entry `n` (JSON; an argument that is a stored result or input is a reference to it) | once |
  * | `a:<step>`   | attempts made at the step                                   | when it changes    |
  * | `c:<step>`   | a composed child's whole state (JSON)                      | when it changes    |
  * | `m:<step>`   | a map step's record (JSON)                                 | when it changes    |
  *
  * In a run marked `encryptInputs`, the fields that hold inputs in clear (`inputs`, `u:`, `c:`/`m:`
- * of children and elements that are marked, and `head` while a rollback keeps the arguments of the
- * steps it compensates) are sealed with the adapter's `InputCipher` (see `sealing.ts`); the
- * identity, results, trace and attempts are not.
+ * of children and elements that are marked, `t:` entries that show arguments, and `head` while a
+ * rollback keeps the arguments of the steps it compensates) are sealed with the adapter's
+ * `InputCipher` (see `sealing.ts`); the identity, results, other trace entries and attempts are not.
  *
  * `status`, `terminal` and `broken` sit beside them for the Lua scripts (Redis). A record whose
  * `state` holds the whole run (the format before deltas) is still read; its first checkpoint
@@ -39,6 +39,7 @@ import {
   UnstorableValueError,
   type MapRecord,
   type RunState,
+  type TraceEntry,
   type UndoEntry,
 } from '../core';
 import { checkRunState, decodeRunState } from './run-state.codec';
@@ -55,6 +56,8 @@ export const TRACE = 't:';
 export const ATTEMPTS = 'a:';
 export const CHILD = 'c:';
 export const MAP = 'm:';
+/** A trace entry's reference to an input (`i:<name>`); to a result it is the result's field, `r:<step>`. */
+const INPUT_REF = 'i:';
 
 /** Collections of the run stored in fields of their own, left out of the header. */
 type Collection = 'inputs' | 'results' | 'completed' | 'undoStack' | 'attempts' | 'trace' | 'children' | 'maps';
@@ -79,6 +82,11 @@ export interface Written {
   sizes: Map<string, number>;
   /** Size of the whole record, in UTF-8 bytes. */
   bytes: number;
+  /**
+   * The stored object values a trace entry can point at instead of copying them: a stored result
+   * (`r:<step>`) or input (`i:<name>`), by identity.
+   */
+  refs: WeakMap<object, string>;
 }
 
 /** What a checkpoint writes. */
@@ -139,6 +147,14 @@ export function encodeDelta(
   const sealRun = state.encryptInputs === true;
   const sealed = (field: string, value: string, seal: boolean | undefined): string =>
     seal ? sealer.seal(value, { runId: state.runId, field }) : value;
+  // Object values this delta stores, which its own trace entries may point at (`refs` once committed).
+  const stored: Array<[object, string]> = [];
+  const refOf = (value: object): string | undefined => {
+    const known = w.refs.get(value);
+    if (known !== undefined) return known;
+    for (const [object, ref] of stored) if (object === value) return ref;
+    return undefined;
+  };
   const id = sameIdentity(w.identity, state) ? undefined : identity(state);
   if (id) put(HEADER_FIELD, JSON.stringify(id), true);
   // The progress holds inputs in clear only while a rollback keeps the arguments of the steps it
@@ -146,11 +162,17 @@ export function encodeDelta(
   const sealProgress = sealRun && (state.rollback?.compensate.length ?? 0) > 0;
   put(PROGRESS, sealed(PROGRESS, progressJson(state, json), sealProgress), true);
   const inputsChanged = w.inputs !== state.inputs;
-  if (inputsChanged)
+  if (inputsChanged) {
     put(INPUTS, sealed(INPUTS, json(state.inputs, 'the inputs', undefined, state.inputs), sealRun), true);
+    for (const name in state.inputs) {
+      const value = state.inputs[name];
+      if (typeof value === 'object' && value !== null) stored.push([value, INPUT_REF + name]);
+    }
+  }
   for (let seq = w.completed; seq < state.completed.length; seq++) {
     const step = state.completed[seq];
     const value = state.results[step];
+    if (typeof value === 'object' && value !== null) stored.push([value, RESULT + step]);
     put(
       RESULT + step,
       json(value === undefined ? [seq] : [seq, value], `the result of step '${step}'`, step, value),
@@ -170,7 +192,12 @@ export function encodeDelta(
     const sealEntry = sealRun && Object.keys(entry.args).length > 0;
     pushed.push({ entry, bytes: put(UNDO + n, sealed(UNDO + n, value, sealEntry), false) });
   }
-  for (let n = w.trace; n < state.trace.length; n++) put(TRACE + n, traceJson(state.trace[n]), false);
+  for (let n = w.trace; n < state.trace.length; n++) {
+    const entry = state.trace[n];
+    const value = traceJson(entry, refOf);
+    // Inline arguments of a sealed run may hold its inputs in clear: sealed like the inputs.
+    put(TRACE + n, sealRun && entry.arguments ? sealed(TRACE + n, value, true) : value, false);
+  }
   const attempts: Array<[string, number]> = [];
   for (const step in state.attempts) {
     const count = state.attempts[step];
@@ -198,6 +225,7 @@ export function encodeDelta(
       w.undo.length = keep;
       w.undo.push(...pushed);
       w.trace = state.trace.length;
+      for (const [object, ref] of stored) w.refs.set(object, ref);
       if (inputsChanged) w.inputs = state.inputs;
       if (id) w.identity = id;
       for (const [step, count] of attempts) w.attempts.set(step, count);
@@ -253,6 +281,7 @@ export function decodeRecord(
   const order: Array<[number, string]> = [];
   const undo: Array<[number, string, Record<string, unknown>, number]> = [];
   const trace: Array<[number, unknown]> = [];
+  const sizes = new Map<string, number>();
   const maps: Record<string, unknown> = {};
   for (const [field, value] of Object.entries(fields)) {
     if (field === HEADER_FIELD) {
@@ -267,13 +296,15 @@ export function decodeRecord(
       const step = field.slice(RESULT.length);
       const [seq, ...rest] = parse(runId, field, value) as [number, unknown?];
       if (rest.length > 0) results[step] = rest[0];
+      // The size of the result's JSON, for a trace entry that refers to it (`[seq,` and `]` off).
+      if (typeof rest[0] === 'object' && rest[0] !== null) sizes.set(field, value.length - String(seq).length - 3);
       order.push([seq, step]);
       size(field, value, false);
     } else if (field.startsWith(UNDO)) {
       const [step, args] = parse(runId, field, open(field, value)) as [string, Record<string, unknown>];
       undo.push([Number(field.slice(UNDO.length)), step, args, size(field, value, false)]);
     } else if (field.startsWith(TRACE)) {
-      trace.push([Number(field.slice(TRACE.length)), parse(runId, field, value)]);
+      trace.push([Number(field.slice(TRACE.length)), parse(runId, field, open(field, value))]);
       size(field, value, false);
     } else if (field.startsWith(ATTEMPTS)) {
       const step = field.slice(ATTEMPTS.length);
@@ -299,7 +330,8 @@ export function decodeRecord(
   undo.sort((a, b) => a[0] - b[0]);
   assembled.undoStack = undo.map(([, step, args]) => ({ step, args, result: results[step] }));
   trace.sort((a, b) => a[0] - b[0]);
-  assembled.trace = trace.map(([, entry]) => entry);
+  const inputs = assembled.inputs as Record<string, unknown>;
+  assembled.trace = trace.map(([, entry]) => withReferencedArguments(entry, results, inputs, sizes));
   if (written.maps.size > 0) assembled.maps = maps;
 
   // The shape checks (run id, status, schema version, collections) of a whole record.
@@ -309,6 +341,14 @@ export function decodeRecord(
   written.trace = state.trace.length;
   written.inputs = state.inputs;
   written.identity = identity(state);
+  for (const name in state.inputs) {
+    const value = state.inputs[name];
+    if (typeof value === 'object' && value !== null) written.refs.set(value, INPUT_REF + name);
+  }
+  for (const step of state.completed) {
+    const value = state.results[step];
+    if (typeof value === 'object' && value !== null) written.refs.set(value, RESULT + step);
+  }
   return { state, written };
 }
 
@@ -360,8 +400,7 @@ function bounded(args: unknown): unknown {
   const out: Record<string, unknown> = {};
   for (const [name, value] of Object.entries(args)) {
     const size = JSON.stringify(value)?.length ?? 0;
-    out[name] =
-      size <= TRACE_ARGUMENT_LIMIT ? value : `[${Array.isArray(value) ? 'array' : typeof value}, ${size} chars]`;
+    out[name] = size <= TRACE_ARGUMENT_LIMIT ? value : summary(value, size);
   }
   return out;
 }
@@ -383,19 +422,77 @@ const TRACE_ARGUMENT_LIMIT = 256;
 
 /**
  * A trace entry as JSON. The trace is for people, so it is bounded and never fails the run: an
- * entry whose arguments are large keeps each large one as a summary (`'[object, 10485760 chars]'`),
- * and one whose arguments cannot be written keeps its place with `arguments: '[not storable]'`.
- * The values themselves are where they are needed: the inputs, the results, the undo entries.
+ * argument that is a stored result or input (the same object) is written as a reference to it
+ * (`refs: { prev: 'r:reserve' }`), not copied; an entry whose other arguments are large keeps each
+ * large one as a summary (`'[object, 10485760 chars]'`), and one whose arguments cannot be written
+ * keeps its place with `arguments: '[not storable]'`. The values themselves are where they are
+ * needed: the inputs, the results, the undo entries.
  */
-function traceJson(entry: RunState['trace'][number]): string {
+function traceJson(entry: RunState['trace'][number], refOf: (value: object) => string | undefined): string {
+  let stored: TraceEntry | StoredTraceEntry = entry;
+  if (entry.arguments) {
+    let refs: Record<string, string> | undefined;
+    let inline: Record<string, unknown> | undefined;
+    for (const name in entry.arguments) {
+      const value = entry.arguments[name];
+      const ref = typeof value === 'object' && value !== null ? refOf(value) : undefined;
+      if (ref === undefined) continue;
+      refs ??= {};
+      refs[name] = ref;
+      inline ??= { ...entry.arguments };
+      delete inline[name];
+    }
+    if (refs) stored = { ...entry, arguments: inline, refs };
+  }
   let json: string;
   try {
-    json = JSON.stringify(entry);
+    json = JSON.stringify(stored);
   } catch {
-    return JSON.stringify({ ...entry, arguments: '[not storable]', detail: entry.detail });
+    return JSON.stringify({ ...stored, arguments: '[not storable]', detail: entry.detail });
   }
-  if (json.length <= TRACE_ENTRY_LIMIT || !entry.arguments) return json;
-  return JSON.stringify({ ...entry, arguments: bounded(entry.arguments) });
+  if (json.length <= TRACE_ENTRY_LIMIT || !stored.arguments) return json;
+  return JSON.stringify({ ...stored, arguments: bounded(stored.arguments) });
+}
+
+/** A trace entry as stored: arguments that are stored results or inputs by reference (`r:<step>`, `i:<name>`). */
+interface StoredTraceEntry extends TraceEntry {
+  refs?: Record<string, string>;
+}
+
+/**
+ * A stored trace entry with its referenced arguments put back (the same objects as the run's
+ * results and inputs; a large one, when the entry would be large, as its summary).
+ */
+function withReferencedArguments(
+  stored: unknown,
+  results: Record<string, unknown>,
+  inputs: Record<string, unknown>,
+  sizes: Map<string, number>,
+): unknown {
+  const entry = stored as StoredTraceEntry;
+  if (typeof entry !== 'object' || entry === null || entry.refs === undefined) return stored;
+  const { refs, ...rest } = entry;
+  const args: Record<string, unknown> = { ...(rest.arguments as Record<string, unknown> | undefined) };
+  let total = JSON.stringify(args).length;
+  for (const name in refs) {
+    const ref = refs[name];
+    const value = ref.startsWith(RESULT) ? results[ref.slice(RESULT.length)] : inputs[ref.slice(INPUT_REF.length)];
+    args[name] = value;
+    let size = sizes.get(ref);
+    if (size === undefined) sizes.set(ref, (size = JSON.stringify(value)?.length ?? 0));
+    total += size;
+  }
+  if (total > TRACE_ENTRY_LIMIT) {
+    for (const name in refs) {
+      const size = sizes.get(refs[name]) ?? 0;
+      if (size > TRACE_ARGUMENT_LIMIT) args[name] = summary(args[name], size);
+    }
+  }
+  return { ...rest, arguments: args };
+}
+
+function summary(value: unknown, chars: number): string {
+  return `[${Array.isArray(value) ? 'array' : typeof value}, ${chars} chars]`;
 }
 
 /** Whether an inline map's record holds the state of an element marked `encryptInputs`. */
@@ -511,6 +608,7 @@ function emptyWritten(): Written {
     maps: new Map(),
     sizes: new Map(),
     bytes: 0,
+    refs: new WeakMap(),
   };
 }
 

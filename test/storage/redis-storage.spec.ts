@@ -249,6 +249,9 @@ describe('round trips (counted with MONITOR)', () => {
 
     const first = await commandsOf(client, () => storage.save(state, { lease, leaseTtlMs: 30_000, createOnly: true }));
     expect(names(first)).toEqual(['eval']);
+    // The create: record, lease, active index and the reactor's runs, in one slot.
+    expect(scriptKeys(first[0])).toHaveLength(4);
+    expect(new Set(scriptKeys(first[0]).map(keySlot)).size).toBe(1);
 
     for (let i = 1; i <= 3; i++) {
       const next = await commandsOf(client, () =>
@@ -256,7 +259,7 @@ describe('round trips (counted with MONITOR)', () => {
       );
       expect(names(next)).toEqual(['evalsha']);
       const slots = new Set(scriptKeys(next[0]).map(keySlot));
-      expect(scriptKeys(next[0])).toHaveLength(4); // record, lease, active index, the reactor's runs: one slot
+      expect(scriptKeys(next[0])).toHaveLength(3); // record, lease, active index: one slot
       expect(slots.size).toBe(1);
     }
 
@@ -265,6 +268,56 @@ describe('round trips (counted with MONITOR)', () => {
       storage.save(state, { lease: { ...lease, token: 'x' } }).catch(() => undefined),
     );
     expect(names(lost)).toEqual(['evalsha']);
+  });
+
+  it('group commit: the saves of one event-loop turn are one command, each run fenced and answered on its own', async () => {
+    const { client, storage, locks } = fresh();
+    const states = Array.from({ length: 5 }, () => makeRunState());
+    const leases = await Promise.all(states.map((s) => locks.acquire(`run:${s.runId}`, 30_000)));
+    for (let i = 0; i < states.length; i++) await storage.save(states[i], { lease: leases[i]!, leaseTtlMs: 30_000 });
+    // Run 2 lost its lease (another worker holds it now); run 4's record is not a hash.
+    await redis.set(keys.leaseKey(states[2].runId), 'someone-else');
+    await redis.del(keys.runKey(states[4].runId));
+    await redis.set(keys.runKey(states[4].runId), 'not a hash');
+
+    const outcomes: Array<PromiseSettledResult<boolean>> = [];
+    const sent = await commandsOf(client, async () => {
+      outcomes.push(
+        ...(await Promise.allSettled(
+          states.map((s, i) =>
+            storage.save({ ...s, updatedAt: T0 + 1, status: 'running' }, { lease: leases[i]!, leaseTtlMs: 30_000 }),
+          ),
+        )),
+      );
+    });
+
+    expect(names(sent)).toEqual(['evalsha']);
+    expect(outcomes.map((o) => o.status)).toEqual(['fulfilled', 'fulfilled', 'rejected', 'fulfilled', 'rejected']);
+    expect((outcomes[2] as PromiseRejectedResult).reason).toBeInstanceOf(LeaseLostError);
+    expect(String((outcomes[4] as PromiseRejectedResult).reason)).toContain('WRONGTYPE');
+    for (const i of [0, 1, 3]) await expect(storage.load(states[i].runId)).resolves.toMatchObject({ updatedAt: T0 + 1 });
+    // The refused run's record is as its last write left it.
+    await expect(storage.load(states[2].runId)).resolves.toMatchObject({ updatedAt: states[2].updatedAt });
+  });
+
+  it('a trace entry refers to a stored result it was given instead of copying it, and reads back whole', async () => {
+    const { client, storage, locks } = fresh();
+    const state = makeRunState({ results: {}, completed: [], undoStack: [], attempts: {}, trace: [] });
+    const lease = (await locks.acquire(`run:${state.runId}`, 30_000))!;
+    await storage.save(state, { lease, leaseTtlMs: 30_000, createOnly: true });
+    const reserved = { orderId: 'o-1', note: 'n'.repeat(300) };
+    state.results.reserve = reserved;
+    state.completed.push('reserve');
+    await storage.save(state, { lease, leaseTtlMs: 30_000 });
+    state.trace.push({ type: 'run', step: 'charge', at: T0, attempt: 1, arguments: { reservation: reserved, cents: 5 } });
+    const [command] = await commandsOf(client, () => storage.save(state, { lease, leaseTtlMs: 30_000 }));
+
+    const entry = command[command.indexOf('t:0') + 1];
+    expect(JSON.parse(entry)).toMatchObject({ arguments: { cents: 5 }, refs: { reservation: 'r:reserve' } });
+    expect(entry).not.toContain('nnnn');
+    const loaded = (await storage.load(state.runId))!;
+    expect(loaded.trace[0].arguments).toEqual({ reservation: reserved, cents: 5 });
+    expect(loaded).toEqual(state);
   });
 
   it('a checkpoint sends only what the step changed: its size grows neither with the run nor with earlier results', async () => {
@@ -311,7 +364,7 @@ describe('round trips (counted with MONITOR)', () => {
       storage.save(state, { lease, leaseTtlMs: 30_000, createOnly: true, acquireLease: true }),
     );
     const created = await redis.hgetall(runKey);
-    await expect(resend(create)).resolves.toBe(1);
+    await expect(resend(create)).resolves.toEqual([1]);
     expect(await redis.hgetall(runKey)).toEqual(created);
 
     // A mid-run checkpoint, re-sent after the next one landed: it answers 1 and writes nothing.
@@ -329,8 +382,8 @@ describe('round trips (counted with MONITOR)', () => {
     );
     const finished = await redis.hgetall(runKey);
     expect(await locks.isHeld(lease.key)).toBe(false);
-    await expect(resend(final)).resolves.toBe(1);
-    await expect(resend(checkpoint)).resolves.toBe(-1);
+    await expect(resend(final)).resolves.toEqual([1]);
+    await expect(resend(checkpoint)).resolves.toEqual([-1]);
     expect(await redis.hgetall(runKey)).toEqual(finished);
     await expect(storage.load(state.runId)).resolves.toEqual(state);
   });
