@@ -3,7 +3,18 @@
  * the old record that can still be read, written in fields like any other record.
  */
 import type { RunState } from '../core';
-import { ATTEMPTS, CHILD, encodeDelta, INPUTS, MAP, RESULT, TRACE, UNDO } from './run-record.codec';
+import {
+  ATTEMPTS,
+  CHILD,
+  encodeDelta,
+  INPUTS,
+  MAP,
+  RESULT,
+  TRACE,
+  traceEntryOf,
+  UNDO,
+  withReferencedArguments,
+} from './run-record.codec';
 import { NO_SEALER, type Sealer } from './sealing';
 
 /**
@@ -43,8 +54,8 @@ export function salvageRecord(broken: RunState, fields: Record<string, string>, 
       isObject(parsed[1])
     ) {
       undo.push([Number(field.slice(UNDO.length)), parsed[0], parsed[1]]);
-    } else if (field.startsWith(TRACE) && isObject(parsed)) {
-      trace.push([Number(field.slice(TRACE.length)), parsed as unknown as RunState['trace'][number]]);
+    } else if (field.startsWith(TRACE) && isObject(traceEntryOf(parsed))) {
+      trace.push([Number(field.slice(TRACE.length)), traceEntryOf(parsed) as RunState['trace'][number]]);
     } else if (field.startsWith(ATTEMPTS) && typeof parsed === 'number') {
       state.attempts[field.slice(ATTEMPTS.length)] = parsed;
     } else if (field.startsWith(CHILD) && isObject(parsed)) {
@@ -60,7 +71,12 @@ export function salvageRecord(broken: RunState, fields: Record<string, string>, 
   state.undoStack = undo
     .sort((a, b) => a[0] - b[0])
     .map(([, step, args]) => ({ step, args, result: state.results[step] }));
-  state.trace = trace.sort((a, b) => a[0] - b[0]).map(([, entry]) => entry);
+  const sizes = new Map<string, number>();
+  state.trace = trace
+    .sort((a, b) => a[0] - b[0])
+    .map(
+      ([, entry]) => withReferencedArguments(entry, state.results, state.inputs, sizes) as RunState['trace'][number],
+    );
   return state;
 }
 

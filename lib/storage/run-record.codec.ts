@@ -9,11 +9,12 @@
  * | field        | holds                                                      | written            |
  * | ------------ | ---------------------------------------------------------- | ------------------ |
  * | `state`      | identity: schema version, run id, reactor, definition hash, createdAt | once |
- * | `head`       | progress: status, times, value, failure, halt, plans (JSON) | every checkpoint  |
+ * | `head`       | progress: status, value, failure, halt, plans (JSON)       | when it changes    |
+ * | `at`         | `updatedAt` (ms)                                           | every checkpoint   |
  * | `inputs`     | the validated inputs (JSON)                                | once               |
  * | `r:<step>`   | `[seq]` or `[seq, value]`: a finished step's result, `seq` its place in `completed` | once |
  * | `u:<n>`      | `[step, args]`: entry `n` of the undo stack (its result is `r:<step>`) | on push; deleted on pop |
- * | `t:<n>`      | trace entry `n` (JSON; an argument that is a stored result or input is a reference to it) | once |
+ * | `t:<n>`      | trace entry `n`: `[type, step, at, {rest}?]` (an argument that is a stored result or input is a reference to it) | once |
  * | `a:<step>`   | attempts made at the step                                   | when it changes    |
  * | `c:<step>`   | a composed child's whole state (JSON)                      | when it changes    |
  * | `m:<step>`   | a map step's record (JSON)                                 | when it changes    |
@@ -49,6 +50,8 @@ import { NO_SEALER, type Sealer } from './sealing';
 export const HEADER_FIELD = 'state';
 /** What changes from step to step outside the collections: status, times, outcome, plans. */
 const PROGRESS = 'head';
+/** When the run last changed (`updatedAt`, ms): apart from `head`, which is then written only when the rest changed. */
+const UPDATED_AT = 'at';
 export const INPUTS = 'inputs';
 export const RESULT = 'r:';
 export const UNDO = 'u:';
@@ -74,6 +77,8 @@ export interface Written {
   inputs: unknown;
   /** The identity stored (see {@link identity}), field by field. */
   identity?: Identity;
+  /** The progress stored (`head`, as written: sealed or not). */
+  progress?: string;
   attempts: Map<string, number>;
   /** Serialized children and map records, to write only those that changed. */
   children: Map<string, string>;
@@ -160,7 +165,11 @@ export function encodeDelta(
   // The progress holds inputs in clear only while a rollback keeps the arguments of the steps it
   // compensates; otherwise it is sealed for nothing (and it is written on every checkpoint).
   const sealProgress = sealRun && (state.rollback?.compensate.length ?? 0) > 0;
-  put(PROGRESS, sealed(PROGRESS, progressJson(state, json), sealProgress), true);
+  // `head` only when more than the time changed (the time is `at`, written every time).
+  const head = progressJson(state, json);
+  const headChanged = head !== w.progress;
+  if (headChanged) put(PROGRESS, sealed(PROGRESS, head, sealProgress), true);
+  put(UPDATED_AT, String(state.updatedAt), true);
   const inputsChanged = w.inputs !== state.inputs;
   if (inputsChanged) {
     put(INPUTS, sealed(INPUTS, json(state.inputs, 'the inputs', undefined, state.inputs), sealRun), true);
@@ -226,6 +235,7 @@ export function encodeDelta(
       w.undo.push(...pushed);
       w.trace = state.trace.length;
       for (const [object, ref] of stored) w.refs.set(object, ref);
+      if (headChanged) w.progress = head;
       if (inputsChanged) w.inputs = state.inputs;
       if (id) w.identity = id;
       for (const [step, count] of attempts) w.attempts.set(step, count);
@@ -282,12 +292,18 @@ export function decodeRecord(
   const undo: Array<[number, string, Record<string, unknown>, number]> = [];
   const trace: Array<[number, unknown]> = [];
   const sizes = new Map<string, number>();
+  let updatedAt: number | undefined;
   const maps: Record<string, unknown> = {};
   for (const [field, value] of Object.entries(fields)) {
     if (field === HEADER_FIELD) {
       size(field, value, true);
     } else if (field === PROGRESS) {
-      Object.assign(assembled, parse(runId, field, open(field, value)));
+      const json = open(field, value);
+      Object.assign(assembled, parse(runId, field, json));
+      written.progress = json;
+      size(field, value, true);
+    } else if (field === UPDATED_AT) {
+      updatedAt = Number(value);
       size(field, value, true);
     } else if (field === INPUTS) {
       assembled.inputs = parse(runId, field, open(field, value));
@@ -304,7 +320,7 @@ export function decodeRecord(
       const [step, args] = parse(runId, field, open(field, value)) as [string, Record<string, unknown>];
       undo.push([Number(field.slice(UNDO.length)), step, args, size(field, value, false)]);
     } else if (field.startsWith(TRACE)) {
-      trace.push([Number(field.slice(TRACE.length)), parse(runId, field, open(field, value))]);
+      trace.push([Number(field.slice(TRACE.length)), traceEntryOf(parse(runId, field, open(field, value)))]);
       size(field, value, false);
     } else if (field.startsWith(ATTEMPTS)) {
       const step = field.slice(ATTEMPTS.length);
@@ -329,6 +345,8 @@ export function decodeRecord(
   assembled.completed = order.map(([, step]) => step);
   undo.sort((a, b) => a[0] - b[0]);
   assembled.undoStack = undo.map(([, step, args]) => ({ step, args, result: results[step] }));
+  // A record written before `at` keeps the time in `head`.
+  if (updatedAt !== undefined) assembled.updatedAt = updatedAt;
   trace.sort((a, b) => a[0] - b[0]);
   const inputs = assembled.inputs as Record<string, unknown>;
   assembled.trace = trace.map(([, entry]) => withReferencedArguments(entry, results, inputs, sizes));
@@ -446,12 +464,35 @@ function traceJson(entry: RunState['trace'][number], refOf: (value: object) => s
   }
   let json: string;
   try {
-    json = JSON.stringify(stored);
+    json = compactTraceJson(stored);
   } catch {
-    return JSON.stringify({ ...stored, arguments: '[not storable]', detail: entry.detail });
+    return compactTraceJson({ ...stored, arguments: '[not storable]' as never, detail: entry.detail });
   }
   if (json.length <= TRACE_ENTRY_LIMIT || !stored.arguments) return json;
-  return JSON.stringify({ ...stored, arguments: bounded(stored.arguments) });
+  return compactTraceJson({ ...stored, arguments: bounded(stored.arguments) as Record<string, unknown> });
+}
+
+/**
+ * A trace entry as a JSON array, `[type, step, at]` or `[type, step, at, {the other fields}]`: the
+ * three fields every entry has without their names (read back by {@link traceEntryOf}).
+ */
+function compactTraceJson(entry: StoredTraceEntry): string {
+  const head = `[${JSON.stringify(entry.type)},${JSON.stringify(entry.step)},${entry.at}`;
+  let rest: Record<string, unknown> | undefined;
+  for (const key in entry) {
+    if (key === 'type' || key === 'step' || key === 'at') continue;
+    const value = (entry as unknown as Record<string, unknown>)[key];
+    if (value === undefined) continue;
+    (rest ??= {})[key] = value;
+  }
+  return rest === undefined ? `${head}]` : `${head},${JSON.stringify(rest)}]`;
+}
+
+/** A stored trace entry as an object: an array (`[type, step, at, rest?]`) or, written before it, an object. */
+export function traceEntryOf(stored: unknown): unknown {
+  if (!Array.isArray(stored)) return stored;
+  const [type, step, at, rest] = stored as [unknown, unknown, unknown, Record<string, unknown> | undefined];
+  return { type, step, at, ...rest };
 }
 
 /** A trace entry as stored: arguments that are stored results or inputs by reference (`r:<step>`, `i:<name>`). */
@@ -463,7 +504,7 @@ interface StoredTraceEntry extends TraceEntry {
  * A stored trace entry with its referenced arguments put back (the same objects as the run's
  * results and inputs; a large one, when the entry would be large, as its summary).
  */
-function withReferencedArguments(
+export function withReferencedArguments(
   stored: unknown,
   results: Record<string, unknown>,
   inputs: Record<string, unknown>,
@@ -577,7 +618,7 @@ function sameIdentity(stored: Identity | undefined, state: RunState): boolean {
  * The run without its identity and the collections stored in fields of their own. Every other
  * field of RunState is listed, so a field added to RunState does not compile until it is placed.
  */
-function progress(state: RunState): Omit<RunState, Collection | keyof Identity> {
+function progress(state: RunState): Omit<RunState, Collection | keyof Identity | 'updatedAt'> {
   return {
     status: state.status,
     value: state.value,
@@ -592,9 +633,8 @@ function progress(state: RunState): Omit<RunState, Collection | keyof Identity> 
     stepContentions: state.stepContentions,
     asyncParent: state.asyncParent,
     retryAt: state.retryAt,
-    updatedAt: state.updatedAt,
     finishedAt: state.finishedAt,
-  } satisfies Record<keyof Omit<RunState, Collection | keyof Identity>, unknown>;
+  } satisfies Record<keyof Omit<RunState, Collection | keyof Identity | 'updatedAt'>, unknown>;
 }
 
 function emptyWritten(): Written {

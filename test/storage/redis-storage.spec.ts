@@ -123,21 +123,24 @@ describe('RedisReactorStorage: a run key of another type', () => {
 });
 
 describe('RedisReactorStorage: keys, TTLs and index', () => {
-  it('stores a run as a hash: its identity, its progress, the inputs, a field per result, undo entry, trace entry and attempt count, status and terminal flag', async () => {
+  it('stores a run as a hash: its identity, its progress and time, the inputs, a field per result, undo entry, trace entry and attempt count, status and terminal flag', async () => {
     const state = makeRunState();
     await storage.save(state);
     const { inputs, results, completed, undoStack, attempts, trace, children, ...header } = state;
-    const { schemaVersion, runId, reactorName, definitionHash, createdAt, ...progress } = header;
+    const { schemaVersion, runId, reactorName, definitionHash, createdAt, updatedAt, ...progress } = header;
+    const { type, step, at, ...rest } = trace[0];
     expect(completed).toEqual(['reserve']);
     expect(children).toEqual({});
     expect(await redis.hgetall(keys.runKey(state.runId))).toEqual({
       state: JSON.stringify({ schemaVersion, runId, reactorName, definitionHash, createdAt }),
       head: JSON.stringify(progress),
+      at: String(updatedAt),
       inputs: JSON.stringify(inputs),
       'r:reserve': JSON.stringify([0, results.reserve]),
       'u:0': JSON.stringify([undoStack[0].step, undoStack[0].args]),
       'a:reserve': String(attempts.reserve),
-      't:0': JSON.stringify(trace[0]),
+      // A trace entry's type, step and time by position, the rest by name.
+      't:0': JSON.stringify([type, step, at, rest]),
       status: 'running',
       terminal: '0',
     });
@@ -313,7 +316,12 @@ describe('round trips (counted with MONITOR)', () => {
     const [command] = await commandsOf(client, () => storage.save(state, { lease, leaseTtlMs: 30_000 }));
 
     const entry = command[command.indexOf('t:0') + 1];
-    expect(JSON.parse(entry)).toMatchObject({ arguments: { cents: 5 }, refs: { reservation: 'r:reserve' } });
+    expect(JSON.parse(entry)).toEqual([
+      'run',
+      'charge',
+      T0,
+      { attempt: 1, arguments: { cents: 5 }, refs: { reservation: 'r:reserve' } },
+    ]);
     expect(entry).not.toContain('nnnn');
     const loaded = (await storage.load(state.runId))!;
     expect(loaded.trace[0].arguments).toEqual({ reservation: reserved, cents: 5 });

@@ -188,6 +188,9 @@ class OpenTelemetrySpan implements TraceSpan {
   }
 
   child(name: string, attributes: TraceAttributes): TraceSpan {
+    // A span that records nothing (no SDK registered, or not sampled) has children that would
+    // record nothing either: none is made (a step costs no span then).
+    if (!this.span.isRecording()) return NO_SPAN;
     return startSpan(name, attributes, this.active, SpanKind.INTERNAL);
   }
 

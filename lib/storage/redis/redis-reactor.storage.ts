@@ -91,7 +91,7 @@ export class RedisReactorStorage implements ReactorStorage {
   private writes = 0;
   private readonly runKeys = new WeakMap<
     RunState,
-    { runId: string; reactorName: string; record: string; index: string; runs: string }
+    { runId: string; reactorName: string; record: string; index: string; runs: string; lease?: [string, string] }
   >();
 
   constructor(
@@ -311,7 +311,11 @@ export class RedisReactorStorage implements ReactorStorage {
       };
       this.runKeys.set(state, cached);
     }
-    const leaseKey = lease ? this.keys.physicalLeaseKey(lease.key) : this.keys.leaseKey(runId);
+    // The lease's key, built once per lease (a run keeps one lease from its first save to its last).
+    const logical = lease?.key ?? '';
+    if (cached.lease?.[0] !== logical)
+      cached.lease = [logical, lease ? this.keys.physicalLeaseKey(logical) : this.keys.leaseKey(runId)];
+    const leaseKey = cached.lease[1];
     return create ? [cached.record, leaseKey, cached.index, cached.runs] : [cached.record, leaseKey, cached.index];
   }
 
