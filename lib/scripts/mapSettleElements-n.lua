@@ -7,7 +7,8 @@
   1. store the record by index (an overwrite moves the per-status counts from the old status to
      the new one) and its status; store the element's final state, or drop it;
   2. the first failed element of an atomic map records its index, and moves the dispatch offset
-     to the end: every undispatched element (from `settledFrom` on) counts as skipped;
+     to the end: every undispatched element (from `settledFrom` on) counts as skipped (a
+     `settledFrom` set by a cancel, see mapClaimElements-n.lua, is kept);
   3. release the lease.
   Then, once for the chunk:
   4. advance `low` (first index without a record: where the stalled scan starts);
@@ -86,7 +87,9 @@ for i = 1, count do
     end
     if status == "failed" and atomic and not failedIndex then
       failedIndex = index
-      redis.call("HSET", countersKey, "failedIndex", index, "settledFrom", offset, "offset", total)
+      -- A cancel (mapClaimElements-n.lua) may have stopped the dispatch already: its bound stays.
+      redis.call("HSET", countersKey, "failedIndex", index, "offset", total)
+      redis.call("HSETNX", countersKey, "settledFrom", offset)
       offset = total
     end
     if index == low then

@@ -1,9 +1,10 @@
 /**
  * The coordination a reactor declares (lock, semaphore, rate limit, period), taken around each
- * execution of a top-level run, in the reference's order: period check, rate limit (charged once
- * per run), lock, semaphore, period re-check under the lock. What is taken is extended while the
- * run executes and given back when the execution ends, except across a park on async units (the
- * run keeps it; the next execution takes it over). A period is marked when the run completes.
+ * execution of a top-level run: period check, lock, semaphore, period re-check under the lock, then
+ * the rate limit (charged once per run that starts; the reference charges it before the lock, see
+ * DD-coord26-1). What is taken is extended while the run executes and given back when the
+ * execution ends, except across a park on async units (the run keeps it; the next execution takes
+ * it over). A period is marked when the run completes.
  */
 import type { ReactorDefinition } from '../definition/definition';
 import type { CoordinationSpec } from '../definition/coordination-spec';
@@ -119,28 +120,11 @@ export class Coordination {
     if (spec.period && bookkeeping.periodBucket === undefined) {
       const bucket = periodBucket(spec.period.every, await store.now());
       if (await store.isPeriodMarked(keys.period!, bucket)) {
-        return { halt: { reason: 'period', details: { key: keys.period!, bucket } } };
+        return this.haltBefore(spec, order, { key: keys.period!, bucket });
       }
       bookkeeping.periodBucket = bucket;
     }
-    // Rate limit: charged once per run, before any mutex is taken (a limited run never holds one).
-    if (spec.rateLimit && !bookkeeping.charged) {
-      const windows = spec.rateLimit.windows ?? this.rateLimits[spec.rateLimit.name!];
-      if (!windows)
-        throw new ConfigurationError(`Rate limit '${spec.rateLimit.name}' is not registered.`, 'rateLimits');
-      const reply = await store.consumeRate(keys.rate!, windows);
-      if (!reply.allowed) {
-        delete bookkeeping.periodBucket;
-        throw new CoordinationContendedError(
-          'RATE_LIMITED',
-          def.name,
-          keys.rate!,
-          reply.retryAfterMs,
-          `rate limit of ${windows[reply.window].limit} per ${windows[reply.window].windowMs} ms reached`,
-        );
-      }
-      bookkeeping.charged = true;
-    }
+    const windows = spec.rateLimit && !bookkeeping.charged ? this.rateWindows(spec) : undefined;
     const mutexes = await takeMutexes(store, spec, keys, owner, {
       clock: this.clock,
       reactorName: def.name,
@@ -159,8 +143,32 @@ export class Coordination {
     if (spec.period && spec.lock && bookkeeping.periodBucket !== undefined && !(state.completed.length > 0)) {
       if (await store.isPeriodMarked(keys.period!, bookkeeping.periodBucket)) {
         await this.giveBack(mutexes, owner);
-        return { halt: { reason: 'period', details: { key: keys.period!, bucket: bookkeeping.periodBucket } } };
+        return this.haltBefore(spec, order, { key: keys.period!, bucket: bookkeeping.periodBucket });
       }
+    }
+    // Rate limit: charged once per run that starts, so last: a run refused on its lock or semaphore
+    // (a caller refused, a worker's snooze) or halted by its period is never charged. A limited run
+    // gives back what it took at once. `charged` is stored with the run by its first checkpoint.
+    if (windows) {
+      let reply: Awaited<ReturnType<CoordinationStore['consumeRate']>>;
+      try {
+        reply = await store.consumeRate(keys.rate!, windows);
+      } catch (error) {
+        await this.giveBack(mutexes, owner);
+        throw error;
+      }
+      if (!reply.allowed) {
+        await this.giveBack(mutexes, owner);
+        delete bookkeeping.periodBucket;
+        throw new CoordinationContendedError(
+          'RATE_LIMITED',
+          def.name,
+          keys.rate!,
+          reply.retryAfterMs,
+          `rate limit of ${windows[reply.window].limit} per ${windows[reply.window].windowMs} ms reached`,
+        );
+      }
+      bookkeeping.charged = true;
     }
     return this.holding(spec, keys, mutexes, owner, order);
   }
@@ -175,12 +183,37 @@ export class Coordination {
     bookkeeping.order = { key, nonce, epoch };
   }
 
-  /** Give up run `state`'s place on its ordered lock (a run that will never start: its successors go on). */
-  async abandonOrder(def: ReactorDefinition, state: RunState): Promise<void> {
+  /**
+   * A run its period halts before any step: it will not take its turn on its ordered lock, so it
+   * gives its turn up now (its successors go on at once instead of after the poison pill).
+   */
+  private async haltBefore(
+    spec: CoordinationSpec,
+    order: { key: string; nonce: number; epoch: number } | undefined,
+    details: { key: string; bucket: string },
+  ): Promise<HaltBeforeStart> {
+    if (order && spec.orderedLock) {
+      await this.store!.orderAdvance(order.key, order.nonce, order.epoch, false, spec.orderedLock.ttlMs);
+    }
+    return { halt: { reason: 'period', details } };
+  }
+
+  /** The windows of a reactor's rate limit (its own, or the registered ones of its name). */
+  private rateWindows(spec: CoordinationSpec): readonly RateWindow[] {
+    const windows = spec.rateLimit!.windows ?? this.rateLimits[spec.rateLimit!.name!];
+    if (!windows) throw new ConfigurationError(`Rate limit '${spec.rateLimit!.name}' is not registered.`, 'rateLimits');
+    return windows;
+  }
+
+  /**
+   * Give up run `state`'s place on its ordered lock: a run that will never start, or that ended
+   * without its execution (`failed`: it failed, as strict mode counts it). Its successors go on.
+   */
+  async abandonOrder(def: ReactorDefinition, state: RunState, failed = false): Promise<void> {
     const order = state.coordination?.order;
     const spec = def.coordination?.orderedLock;
     if (!order || !spec || !this.store) return;
-    await this.store.orderAdvance(order.key, order.nonce, order.epoch, false, spec.ttlMs).catch(() => undefined);
+    await this.store.orderAdvance(order.key, order.nonce, order.epoch, failed, spec.ttlMs).catch(() => undefined);
   }
 
   private holding(

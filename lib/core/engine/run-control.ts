@@ -308,6 +308,11 @@ export class RunControl {
       });
       state.finishedAt = state.updatedAt = clock.now();
       await storage.save(state, { lease, releaseLease: true });
+      // Its turn on an ordered lock goes to the next run now (not after the poison pill), as failed.
+      if (this.registry.has(state.reactorName)) {
+        const def = this.registry.forRun(state) ?? this.registry.get(state.reactorName);
+        await this.executions.coordination?.abandonOrder(def, state, true);
+      }
       this.waiters.notify(runId);
     } catch (error) {
       logger.error(`Could not mark run '${runId}' failed: ${errorMessage(error)}`);

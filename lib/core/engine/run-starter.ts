@@ -205,6 +205,24 @@ export class RunStarter {
     }
   }
 
+  /**
+   * The run an earlier call stored under this key or id, replayed: its inputs must be this call's
+   * (runs stored before the hash existed are replayed as before).
+   * @throws IdempotencyConflictError when the key's run was started with other inputs.
+   */
+  private replayOf(
+    def: ReactorDefinition,
+    found: RunState,
+    options: RunOptions,
+    hash: string | undefined,
+  ): { state: RunState; replayed: true } {
+    const key = options.idempotencyKey;
+    if (key !== undefined && found.inputsHash !== undefined && found.inputsHash !== hash) {
+      throw new IdempotencyConflictError(def.name, key, found.runId);
+    }
+    return { state: found, replayed: true };
+  }
+
   private async prepareRun<I>(
     def: ReactorDefinition,
     runId: string,
@@ -236,6 +254,14 @@ export class RunStarter {
     // or rate limit throws to the caller and stores nothing; a used period stores the run halted.
     let holding: Holding | undefined;
     const coordination = this.executions.coordination;
+    // A run that exists (a replay by key or id) is returned before this call takes any of the
+    // reactor's coordination: a replay is not a run that starts (no rate charged, no turn taken on
+    // an ordered lock, no lock contended with its own run). One read, for such calls only.
+    const mayExist = options.idempotencyKey !== undefined || options.runId !== undefined;
+    if (state.status === 'running' && def.coordination && coordination && mayExist) {
+      const found = await this.existing(def, runId);
+      if (found) return this.replayOf(def, found, options, hash);
+    }
     if (state.status === 'running' && def.coordination && coordination) {
       // Its place on an ordered lock is taken at start, in every mode.
       await coordination.assignOrder(def, state);
@@ -269,6 +295,8 @@ export class RunStarter {
     } catch (error) {
       await holding?.leave(state);
       if (!(error instanceof LeaseLostError)) throw error;
+      // Not created (the id is executing): its place on an ordered lock goes to the next run.
+      if (def.coordination && coordination) await coordination.abandonOrder(def, state);
       throw new InvalidRunStateError(
         `A run with id '${runId}' is executing; run ids must be unique.`,
         runId,
@@ -277,17 +305,12 @@ export class RunStarter {
     }
     if (!created) {
       await holding?.leave(state);
+      // A replay (or a refused key): this call's place on an ordered lock is given up at once, or
+      // the next run would wait the poison pill for a run that never comes.
+      if (def.coordination && coordination) await coordination.abandonOrder(def, state);
       // Created by an earlier or a concurrent call with the same key or id.
       const found = await this.existing(def, runId);
-      if (found) {
-        // Bound to the key by an earlier call: its inputs must be this call's (runs stored before
-        // the hash existed are replayed as before).
-        const key = options.idempotencyKey;
-        if (key !== undefined && found.inputsHash !== undefined && found.inputsHash !== hash) {
-          throw new IdempotencyConflictError(def.name, key, runId);
-        }
-        return { state: found, replayed: true };
-      }
+      if (found) return this.replayOf(def, found, options, hash);
       throw new InvalidRunStateError(
         `A run with id '${runId}' already exists; run ids must be unique.`,
         runId,

@@ -34,7 +34,7 @@ export function createMemoryAdapters(
   return {
     storage,
     locks,
-    maps: new MemoryMapStore(locks, { inputCipher }),
+    maps: new MemoryMapStore(locks, { inputCipher, cancelRequested: (runId) => storage.hasCancelRequest(runId) }),
     interrupts: new MemoryInterruptStore(storage, clock),
     coordination: new MemoryCoordinationStore(clock),
   };

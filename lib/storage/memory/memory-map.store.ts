@@ -54,13 +54,22 @@ export class MemoryMapStore implements MapStore {
   readonly encryptsInputs: boolean;
   private readonly elements: ElementCodec;
 
-  /** @param options.inputCipher see `RedisMapStoreOptions.inputCipher` */
+  /** Whether a run has a cancel request stored (see the constructor's `cancelRequested`). */
+  private readonly cancelRequested?: (runId: string) => boolean;
+
+  /**
+   * @param options.inputCipher see `RedisMapStoreOptions.inputCipher`
+   * @param options.cancelRequested whether run `runId` has a cancel request stored (the storage's
+   *   `hasCancelRequest`): a cancelled run's map starts no more elements. Without it, a map runs
+   *   to its end before its run sees the cancel.
+   */
   constructor(
     private readonly locks: MemoryLockManager,
-    options: { inputCipher?: InputCipher } = {},
+    options: { inputCipher?: InputCipher; cancelRequested?: (runId: string) => boolean } = {},
   ) {
     this.elements = new ElementCodec(new Sealer(options.inputCipher));
     this.encryptsInputs = this.elements.sealer.available;
+    this.cancelRequested = options.cancelRequested;
   }
 
   async create(meta: MapMeta): Promise<boolean> {
@@ -110,6 +119,13 @@ export class MemoryMapStore implements MapStore {
 
   async claimElements(mapId: string, elements: readonly ElementToClaim[], ttlMs: number): Promise<ElementClaim[]> {
     const map = this.maps.get(mapId);
+    // The map's run has a cancel stored: no element that has not started starts, and the dispatch
+    // stops (the elements not dispatched yet count as skipped), as mapClaimElements-n.lua does.
+    const cancelled = map !== undefined && this.cancelRequested?.(map.meta.ownerRunId) === true;
+    if (map && cancelled && map.settledFrom === undefined && map.offset < map.meta.total) {
+      map.settledFrom = map.offset;
+      map.offset = map.meta.total;
+    }
     return elements.map(({ index, lease }): ElementClaim => {
       if (!map || map.records.has(index)) return { acquired: true, done: true };
       if (!this.locks.take(lease.key, ttlMs, lease.token)) return { acquired: false };
@@ -120,7 +136,7 @@ export class MemoryMapStore implements MapStore {
         done: false,
         input: this.elements.readInput(mapId, index, input),
         state: this.elements.readState(mapId, index, state),
-        skip: map.failedIndex !== undefined,
+        skip: map.failedIndex !== undefined || (cancelled && state === undefined),
       };
     });
   }
@@ -159,7 +175,7 @@ export class MemoryMapStore implements MapStore {
       else map.states.delete(index);
       if (record.status === 'failed' && map.meta.atomic && map.failedIndex === undefined) {
         map.failedIndex = index;
-        map.settledFrom = map.offset;
+        map.settledFrom ??= map.offset;
         map.offset = map.meta.total;
       }
       void this.locks.release(lease);

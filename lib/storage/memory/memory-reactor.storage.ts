@@ -139,6 +139,12 @@ export class MemoryReactorStorage implements ReactorStorage {
     return this.cancels.get(state);
   }
 
+  /** Whether run `runId` has a cancel request stored (a map store stops its map's elements then). */
+  hasCancelRequest(runId: string): boolean {
+    const stored = this.runs.get(runId);
+    return stored !== undefined && !stored.terminal && stored.cancel !== undefined;
+  }
+
   /**
    * Extend a run's lease in the shared lease table and read its cancel request. Only when this
    * storage shares the lock manager's leases (`locks` given); otherwise the engine extends through

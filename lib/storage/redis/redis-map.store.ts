@@ -195,7 +195,11 @@ export class RedisMapStore implements MapStore {
     return claim;
   }
 
-  /** Take each element's lease and read its input, state and the skip flag: `mapClaimElements-n.lua`. */
+  /**
+   * Take each element's lease and read its input, state and the skip flag: `mapClaimElements-n.lua`.
+   * Once the map's run has a cancel stored, an element that has not started is skipped and the
+   * dispatch stops (the script reads the run's record, in the map's slot).
+   */
   async claimElements(mapId: string, elements: readonly ElementToClaim[], ttlMs: number): Promise<ElementClaim[]> {
     const ttl = normalizeTtlMs(ttlMs, 'ttlMs');
     if (elements.length === 0) return [];
@@ -213,6 +217,8 @@ export class RedisMapStore implements MapStore {
         this.keys.mapKey(mapId, 'records'),
         this.keys.mapKey(mapId, 'inputs'),
         this.keys.mapKey(mapId, 'states'),
+        // The map's top-level run (its root shares the map's slot): a stored cancel stops the map.
+        this.keys.runKey(this.keys.rootRunId(this.keys.mapRunIdOf(mapId))),
         ...elements.map((e) => this.keys.physicalLeaseKey(e.lease.key)),
       ],
       [token, ttl, ...elements.map((e) => e.index)],
