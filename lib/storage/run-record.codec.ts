@@ -9,7 +9,7 @@
  * | field        | holds                                                      | written            |
  * | ------------ | ---------------------------------------------------------- | ------------------ |
  * | `state`      | identity: schema version, run id, reactor, definition hash, createdAt | once |
- * | `head`       | progress: status, value, failure, halt, plans (JSON)       | when it changes    |
+ * | `head`       | progress: status, value (or `valueRef`, the result it is), failure, halt, plans (JSON) | when it changes |
  * | `at`         | `updatedAt` (ms)                                           | every checkpoint   |
  * | `inputs`     | the validated inputs (JSON)                                | once               |
  * | `r:<step>`   | `[seq]` or `[seq, value]`: a finished step's result, `seq` its place in `completed` | once |
@@ -165,11 +165,6 @@ export function encodeDelta(
   // The progress holds inputs in clear only while a rollback keeps the arguments of the steps it
   // compensates; otherwise it is sealed for nothing (and it is written on every checkpoint).
   const sealProgress = sealRun && (state.rollback?.compensate.length ?? 0) > 0;
-  // `head` only when more than the time changed (the time is `at`, written every time).
-  const head = progressJson(state, json);
-  const headChanged = head !== w.progress;
-  if (headChanged) put(PROGRESS, sealed(PROGRESS, head, sealProgress), true);
-  put(UPDATED_AT, String(state.updatedAt), true);
   const inputsChanged = w.inputs !== state.inputs;
   if (inputsChanged) {
     put(INPUTS, sealed(INPUTS, json(state.inputs, 'the inputs', undefined, state.inputs), sealRun), true);
@@ -188,6 +183,12 @@ export function encodeDelta(
       false,
     );
   }
+  // `head` only when more than the time changed (the time is `at`, written every time); a value
+  // that is a stored result is a reference to it.
+  const head = progressJson(state, json, refOf);
+  const headChanged = head !== w.progress;
+  if (headChanged) put(PROGRESS, sealed(PROGRESS, head, sealProgress), true);
+  put(UPDATED_AT, String(state.updatedAt), true);
   const keep = commonUndo(w.undo, state.undoStack);
   for (let n = w.undo.length - 1; n >= keep; n--) {
     del.push(UNDO + n);
@@ -347,6 +348,9 @@ export function decodeRecord(
   assembled.undoStack = undo.map(([, step, args]) => ({ step, args, result: results[step] }));
   // A record written before `at` keeps the time in `head`.
   if (updatedAt !== undefined) assembled.updatedAt = updatedAt;
+  // A value that is a step's result is stored once, as the result.
+  if (typeof assembled.valueRef === 'string') assembled.value = results[assembled.valueRef.slice(RESULT.length)];
+  delete assembled.valueRef;
   trace.sort((a, b) => a[0] - b[0]);
   const inputs = assembled.inputs as Record<string, unknown>;
   assembled.trace = trace.map(([, entry]) => withReferencedArguments(entry, results, inputs, sizes));
@@ -392,8 +396,17 @@ function commonUndo(stored: Written['undo'], current: readonly UndoEntry[]): num
  * cannot be written it is kept as `'[not storable]'` so that the failure itself is stored. A value
  * that cannot be written is the run's to fail on.
  */
-function progressJson(state: RunState, json: (value: unknown, what: string) => string): string {
-  const head = progress(state);
+function progressJson(
+  state: RunState,
+  json: (value: unknown, what: string) => string,
+  refOf: (value: object) => string | undefined,
+): string {
+  const head: ReturnType<typeof progress> & { valueRef?: string } = progress(state);
+  const ref = typeof head.value === 'object' && head.value !== null ? refOf(head.value) : undefined;
+  if (ref?.startsWith(RESULT)) {
+    head.value = undefined;
+    head.valueRef = ref;
+  }
   let out: string | undefined;
   try {
     out = JSON.stringify(head);

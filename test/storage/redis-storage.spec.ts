@@ -303,7 +303,7 @@ describe('round trips (counted with MONITOR)', () => {
     await expect(storage.load(states[2].runId)).resolves.toMatchObject({ updatedAt: states[2].updatedAt });
   });
 
-  it('a trace entry refers to a stored result it was given instead of copying it, and reads back whole', async () => {
+  it('a trace entry and the run value refer to a stored result instead of copying it, and read back whole', async () => {
     const { client, storage, locks } = fresh();
     const state = makeRunState({ results: {}, completed: [], undoStack: [], attempts: {}, trace: [] });
     const lease = (await locks.acquire(`run:${state.runId}`, 30_000))!;
@@ -326,6 +326,15 @@ describe('round trips (counted with MONITOR)', () => {
     const loaded = (await storage.load(state.runId))!;
     expect(loaded.trace[0].arguments).toEqual({ reservation: reserved, cents: 5 });
     expect(loaded).toEqual(state);
+
+    // The run's value, when it is a step's result, is stored once too.
+    state.status = 'completed';
+    state.value = reserved;
+    await storage.save(state, { lease, leaseTtlMs: 30_000, releaseLease: true });
+    const head = (await redis.hget(keys.runKey(state.runId), 'head'))!;
+    expect(JSON.parse(head)).toMatchObject({ status: 'completed', valueRef: 'r:reserve' });
+    expect(head).not.toContain('nnnn');
+    await expect(storage.load(state.runId)).resolves.toEqual(state);
   });
 
   it('a checkpoint sends only what the step changed: its size grows neither with the run nor with earlier results', async () => {
