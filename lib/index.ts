@@ -155,6 +155,7 @@ export {
   AsyncWaitTimeoutError,
   AsyncUnitFailedError,
   CoordinationContendedError,
+  CoordinationLostError,
   AsyncDeadlockError,
   StepAbortedError,
   isStepAborted,

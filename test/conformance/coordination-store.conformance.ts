@@ -164,6 +164,16 @@ export function describeCoordinationStoreConformance(name: string, factory: Coor
         expect(await store.releaseLock('k', 'run-a', again.fence)).toBe(true);
       });
 
+      it('cannot be extended back by a holder whose TTL ran out, even with nobody else taking them (a step is fenced so)', async () => {
+        const lapsed = await takeLock(store, 'k', 'run-a', short());
+        await pass(short());
+        expect(await store.extendLock('k', 'run-a', lapsed.fence, LONG)).toBe(false);
+        // Nothing was revived: the next take, even the same owner's, is a new holder.
+        const next = await takeLock(store, 'k', 'run-a');
+        expect(next).toMatchObject({ count: 1 });
+        expect(next.fence).toBeGreaterThan(lapsed.fence);
+      });
+
       it('refuse a non-positive TTL and a fence that is not a positive integer', async () => {
         await expect(store.acquireLock('k', 'run-a', 0)).rejects.toThrow(RangeError);
         await expect(store.extendLock('k', 'run-a', 1, -5)).rejects.toThrow(RangeError);
@@ -233,6 +243,13 @@ export function describeCoordinationStoreConformance(name: string, factory: Coor
         expect(await store.acquireSemaphore('pool', 'h-2', 1, LONG)).toMatchObject({ acquired: false, holders: 1 });
         // h-2's refused extend did not take a slot either.
         expect(await store.releaseSemaphore('pool', 'h-2')).toBe(false);
+      });
+
+      it('cannot be extended back by a holder whose lease ran out, even with the slot free', async () => {
+        await store.acquireSemaphore('pool', 'h-1', 2, short());
+        await pass(short());
+        expect(await store.extendSemaphore('pool', 'h-1', LONG)).toBe(false);
+        expect(await store.releaseSemaphore('pool', 'h-1')).toBe(false);
       });
 
       it('refuse a limit that is not a positive integer and a non-positive lease', async () => {

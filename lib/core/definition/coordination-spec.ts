@@ -10,6 +10,12 @@ export interface LockOptions {
   ttlMs?: number;
   /** How long `run` (a caller) waits for the lock before it throws `LOCK_CONTENDED`; workers never wait (they snooze). @default 0 */
   waitMs?: number;
+  /**
+   * Give the lock back while the run waits for a step's retry (or for a step's own lock) in a
+   * worker, and take it again when it resumes: another run of the key may go in meanwhile. By
+   * default the run holds its lock until it ends, retries included. @default false
+   */
+  releaseDuringRetry?: boolean;
 }
 
 /** At most `limit` runs at once per key. */
@@ -20,6 +26,8 @@ export interface SemaphoreOptions {
   leaseMs?: number;
   /** How long `run` (a caller) waits for a slot before it throws `SEMAPHORE_FULL`. @default 0 */
   waitMs?: number;
+  /** Give the slot back while the run waits for a step's retry (see the lock's). @default false */
+  releaseDuringRetry?: boolean;
 }
 
 /** Fixed windows: `{ second: 10, minute: 300 }` or explicit windows. */
@@ -178,6 +186,14 @@ export function toCoordinationSpec(options: {
       return `${what}.waitMs must be an integer >= 0 (got ${String(wait)})`;
     }
   }
+  for (const [what, release] of [
+    ['lock', lock?.releaseDuringRetry],
+    ['semaphore', semaphore?.releaseDuringRetry],
+  ] as const) {
+    if (release !== undefined && typeof release !== 'boolean') {
+      return `${what}.releaseDuringRetry must be a boolean (got ${String(release)})`;
+    }
+  }
   if (period && !['minute', 'hour', 'day', 'week', 'month'].includes(period.every)) {
     return `period.every must be 'minute', 'hour', 'day', 'week' or 'month' (got ${JSON.stringify(period.every)})`;
   }
@@ -191,7 +207,16 @@ export function toCoordinationSpec(options: {
     rate = { key: rateLimit.key, windows };
   }
   return Object.freeze({
-    ...(lock ? { lock: { key: lock.key, ttlMs: lock.ttlMs ?? 60_000, waitMs: lock.waitMs ?? 0 } } : {}),
+    ...(lock
+      ? {
+          lock: {
+            key: lock.key,
+            ttlMs: lock.ttlMs ?? 60_000,
+            waitMs: lock.waitMs ?? 0,
+            releaseDuringRetry: lock.releaseDuringRetry ?? false,
+          },
+        }
+      : {}),
     ...(semaphore
       ? {
           semaphore: {
@@ -199,6 +224,7 @@ export function toCoordinationSpec(options: {
             limit: semaphore.limit,
             leaseMs: semaphore.leaseMs ?? 60_000,
             waitMs: semaphore.waitMs ?? 0,
+            releaseDuringRetry: semaphore.releaseDuringRetry ?? false,
           },
         }
       : {}),

@@ -7,8 +7,9 @@ import type { StepContext } from './step';
  * What an interrupt's `correlationId` and `onTimeout` receive: the step context, its wired `args`,
  * and the run's `inputs` and the `results` of its steps so far (of the reactor that declares the
  * interrupt: a composed child's own), so an id can come from any of them without wiring each.
+ * (No `fence`: an interrupt takes no lock of its own, and writes nothing downstream.)
  */
-export interface InterruptContext<A = Record<string, unknown>> extends StepContext {
+export interface InterruptContext<A = Record<string, unknown>> extends Omit<StepContext, 'fence'> {
   readonly args: A;
   /** The run's validated inputs (as steps read them; not redacted). */
   readonly inputs: Readonly<Record<string, unknown>>;

@@ -20,6 +20,15 @@ export interface StepContext {
    * Each attempt, compensate and undo gets its own signal.
    */
   readonly signal: AbortSignal;
+  /**
+   * The fencing token of a lock the run holds here: `key` names it (the step's own lock, its
+   * reactor's, or an enclosing reactor's); without a key, the step's own lock, else its reactor's.
+   * A number that grows each time another holder takes the lock, never reused: pass it with a
+   * write to a store that keeps the highest token it has seen and refuses a lower one, so a holder
+   * that stalled past the lock's TTL (and was overtaken) cannot write. Throws a `TypeError` when
+   * no such lock is held.
+   */
+  fence(key?: string): number;
 }
 
 /**

@@ -13,13 +13,15 @@ import { CoordinationContendedError } from '../errors/coordination.error';
 import { isTerminal, type RunState } from '../model/run-state';
 import { systemClock, type Clock } from '../ports/clock.port';
 import type { CoordinationStore, RateWindow } from '../ports/coordination-store.port';
-import { coordinationKey, takeMutexes, type MutexHold } from '../executor/mutexes';
+import { coordinationKey, HeldMutexes, takeMutexes, type MutexHold } from '../executor/mutexes';
 import type { EngineLogger } from './engine-options';
 
 /** What an execution holds, to extend while it runs and give back when it ends. */
 export interface Holding {
   /** Stop extending; give everything back unless the run keeps it (`keep`), and mark the period on success. */
   leave(state: RunState): Promise<void>;
+  /** The holds of the execution, this one's among them (its steps' results are confirmed against them). */
+  readonly held: HeldMutexes;
 }
 
 /**
@@ -72,6 +74,8 @@ export class Coordination {
     mode: 'caller' | 'worker' = 'worker',
     /** Who holds what is taken: the top-level run (a composed child's primitives are its parent's). */
     owner: string = state.runId,
+    /** The holds of the execution this is taken in (a composed child's): the new hold joins them. */
+    held: HeldMutexes = new HeldMutexes(),
   ): Promise<Holding | HaltBeforeStart | undefined> {
     const spec = def.coordination;
     if (!spec) return undefined;
@@ -129,8 +133,10 @@ export class Coordination {
       clock: this.clock,
       reactorName: def.name,
       waitMs: mode === 'caller' ? { lock: spec.lock?.waitMs, semaphore: spec.semaphore?.waitMs } : undefined,
-      // A lock kept across a park on async units is taken again: one take is enough.
+      // A lock kept across a park or a retry is taken again: one take is enough (beside the
+      // execution's other takes of the key, say a parent's).
       oneTake: true,
+      held: { in: held, tag: { reactor: def.name } },
       alsoEvery:
         order && spec.orderedLock
           ? {
@@ -170,7 +176,7 @@ export class Coordination {
       }
       bookkeeping.charged = true;
     }
-    return this.holding(spec, keys, mutexes, owner, order);
+    return this.holding(spec, keys, mutexes, owner, order, held);
   }
 
   /** Take run `state`'s place on its reactor's ordered lock (once: at its start). */
@@ -206,6 +212,28 @@ export class Coordination {
   }
 
   /**
+   * Give back the lock and slot run `state` kept across a retry or a park, when it ended where no
+   * execution took them over (cancelled while it waited). Never throws (the TTL frees them anyway).
+   */
+  async releaseKept(def: ReactorDefinition, state: RunState): Promise<void> {
+    const spec = def.coordination;
+    const store = this.store;
+    if (!spec || !store || (!spec.lock && !spec.semaphore)) return;
+    try {
+      const keys = this.keysOf(def, spec, state.inputs);
+      if (spec.semaphore) await store.releaseSemaphore(keys.semaphore!, state.runId);
+      if (spec.lock) {
+        // Taken once more by its owner (a lock it no longer holds is taken and given back at once).
+        const reply = await store.acquireLock(keys.lock!, state.runId, spec.lock.ttlMs);
+        if (reply.acquired)
+          for (let take = reply.count; take > 0; take--) await store.releaseLock(keys.lock!, state.runId, reply.fence);
+      }
+    } catch (error) {
+      this.logger.warn(`Run '${state.runId}': its lock or semaphore could not be given back: ${String(error)}`);
+    }
+  }
+
+  /**
    * Give up run `state`'s place on its ordered lock: a run that will never start, or that ended
    * without its execution (`failed`: it failed, as strict mode counts it). Its successors go on.
    */
@@ -222,14 +250,27 @@ export class Coordination {
     mutexes: MutexHold,
     owner: string,
     order: { key: string; nonce: number; epoch: number } | undefined,
+    held: HeldMutexes,
   ): Holding {
     const store = this.store!;
     return {
+      held,
       leave: async (state) => {
         const bookkeeping = (state.coordination ??= {});
         // Parked on async units: the run keeps what it holds (its extension stops); its next
         // execution takes the same lock again (one take) and the same semaphore slot (its own).
         if (state.handoff?.mode === 'async' && state.status === 'running') return mutexes.stop();
+        // Waiting for a step's retry (or its step's own lock): the run keeps its lock and slot
+        // until it ends, unless `releaseDuringRetry` (DD-lock26-3).
+        const retryAt = state.status === 'running' && state.handoff?.mode === 'all' ? state.retryAt : undefined;
+        const due = retryAt && Object.keys(retryAt).length > 0 ? Math.max(...Object.values(retryAt)) : undefined;
+        const keep = {
+          lock: spec.lock?.releaseDuringRetry !== true,
+          semaphore: spec.semaphore?.releaseDuringRetry !== true,
+        };
+        if (due !== undefined && ((spec.lock && keep.lock) || (spec.semaphore && keep.semaphore))) {
+          return this.keepAcross(mutexes, owner, due - this.clock.now(), keep);
+        }
         try {
           if (state.status === 'completed' && spec.period && bookkeeping.periodBucket !== undefined) {
             await store.markPeriod(keys.period!, bookkeeping.periodBucket, 2 * PERIOD_MS[spec.period.every]);
@@ -249,6 +290,25 @@ export class Coordination {
         }
       },
     };
+  }
+
+  /**
+   * Keep the lock and slot (those `which` says) across a retry's delay: their TTLs are pushed by
+   * `delayMs`, so that they outlive the wait without a process extending them (a run whose
+   * resume never comes loses them `ttlMs` after it was due). The resume takes them over.
+   */
+  private async keepAcross(
+    mutexes: MutexHold,
+    owner: string,
+    delayMs: number,
+    which: { lock: boolean; semaphore: boolean },
+  ): Promise<void> {
+    try {
+      await mutexes.keepFor(delayMs, which);
+    } catch (error) {
+      // Not kept: the TTL frees it; the resume takes it again or waits for it.
+      this.logger.warn(`Run '${owner}': its lock or semaphore could not be kept across its retry: ${String(error)}`);
+    }
   }
 
   private async giveBack(mutexes: MutexHold, owner: string): Promise<void> {

@@ -3,6 +3,7 @@ import { ContextTooLargeError, LeaseLostError } from '../errors/run-state.error'
 import type { ExecutionEnv } from '../executor/execution-env';
 import { RunExecution } from '../executor/run-execution';
 import { ExecutionAbort } from '../executor/execution-abort';
+import { HeldMutexes } from '../executor/mutexes';
 import type { StepAbortCause } from '../errors/step-aborted.error';
 import type { RunFailure } from '../model/failure';
 import { isTerminal, type RunState } from '../model/run-state';
@@ -78,11 +79,15 @@ export class Executions {
     private readonly view: RunViewer,
   ) {}
 
-  /** The environment of an execution holding `lease`, on behalf of `owner`. */
-  env(mode: 'caller' | 'worker', lease: Lease, owner?: RunOwner): ExecutionEnv {
+  /**
+   * The environment of an execution holding `lease`, on behalf of `owner`; `held`: the locks and
+   * slots it holds (its reactor's, when taken before).
+   */
+  env(mode: 'caller' | 'worker', lease: Lease, owner?: RunOwner, held = new HeldMutexes()): ExecutionEnv {
     const { parts, dispatch } = this;
     return {
       owner,
+      held,
       maps: parts.maps,
       interrupts: parts.interrupts,
       interruptRetentionMs: parts.interruptRetentionMs,
@@ -91,7 +96,7 @@ export class Executions {
       lockSnoozeMaxAttempts: parts.lockSnoozeMaxAttempts,
       coordinate: this.coordination
         ? (childDef, childState) =>
-            this.coordination!.enter(childDef, childState, mode, owner?.runId ?? childState.runId)
+            this.coordination!.enter(childDef, childState, mode, owner?.runId ?? childState.runId, held)
         : undefined,
       asyncParkTimeoutMs: parts.asyncParkTimeoutMs,
       awaitRun: (runId, timeoutMs) =>
@@ -255,7 +260,7 @@ export class Executions {
         }
         entered = taken;
       }
-      const env = this.env(mode, lease, { runId: state.runId, reactorName: def.name });
+      const env = this.env(mode, lease, { runId: state.runId, reactorName: def.name }, entered?.held);
       env.inAsyncUnit = state.asyncParent !== undefined;
       env.abort = abort;
       const { maxContextBytes, storage } = this.parts;

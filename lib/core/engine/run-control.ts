@@ -205,6 +205,12 @@ export class RunControl {
           return outcomeOf(state);
         }
         const outcome = await this.rollBackHere(state, lease, released, reason, false);
+        // What it kept across a retry or a park is given back now, not when its TTL runs out.
+        if (isTerminal(state.status))
+          await this.executions.coordination?.releaseKept(
+            this.registry.forRun(state) ?? this.registry.get(state.reactorName),
+            state,
+          );
         // An async unit cancelled here (no process executing it) resumes its parent now.
         if (isTerminal(state.status)) await this.executions.resumeParent(state);
         return outcome;

@@ -57,3 +57,33 @@ export class AsyncDeadlockError extends ReactorError {
     return { ...super.toJSON(), key: this.key, primitive: this.primitive, parent: this.parent, unit: this.unit };
   }
 }
+
+/**
+ * A step finished while its run no longer held a lock or semaphore slot it had taken (the
+ * reactor's, a composed child's, or the step's own): its TTL ran out during the step, typically
+ * because the process stalled (a blocked event loop, a long GC pause) for longer than the TTL, and
+ * another run may have gone in meanwhile. The step's result is not recorded: the step fails (not
+ * retried; compensated, since its body ran) and the run rolls back. Size `ttlMs` above the longest
+ * stall, and fence downstream writes with `ctx.fence(key)`.
+ */
+export class CoordinationLostError extends ReactorError {
+  constructor(
+    code: 'LOCK_LOST' | 'SEMAPHORE_LOST',
+    readonly reactorName: string,
+    readonly stepName: string,
+    /** The lock's or semaphore's key. */
+    readonly key: string,
+  ) {
+    const what = code === 'LOCK_LOST' ? `the lock '${key}'` : `its slot of semaphore '${key}'`;
+    super(
+      code,
+      `Reactor '${reactorName}' step '${stepName}': the run lost ${what} while the step ran (its TTL ran out, ` +
+        `say during a stall of the process), so another run may have held it meanwhile; the step's result is not recorded.`,
+      { retryable: false },
+    );
+  }
+
+  override toJSON() {
+    return { ...super.toJSON(), key: this.key, stepName: this.stepName };
+  }
+}

@@ -36,6 +36,8 @@ export type ReactorErrorCode =
   | 'RATE_LIMITED'
   | 'ORDER_WAIT'
   | 'DEADLOCK'
+  | 'LOCK_LOST'
+  | 'SEMAPHORE_LOST'
   | 'INTERNAL'
   | 'STEP_ABORTED';
 

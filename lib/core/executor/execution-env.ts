@@ -11,6 +11,7 @@ import type { ReactorStorage } from '../ports/reactor-storage.port';
 import type { StepResolver } from '../ports/step-resolver.port';
 import type { Tracing } from '../tracing/tracing';
 import type { ExecutionAbort } from './execution-abort';
+import type { HeldMutexes } from './mutexes';
 
 /** Everything an execution needs from its host (the engine). */
 export interface ExecutionEnv {
@@ -68,6 +69,11 @@ export interface ExecutionEnv {
   ) => Promise<{ leave(state: RunState): Promise<void> } | { halt: { reason: string; details: unknown } } | undefined>;
   /** Steps' own locks and semaphores. */
   coordination?: CoordinationStore;
+  /**
+   * The locks and semaphore slots the execution holds now (shared with its composed children and
+   * inline elements): a step's result is recorded only once they are confirmed still held.
+   */
+  held?: HeldMutexes;
   /** How many times a step waits for its lock or semaphore before it fails. */
   lockSnoozeMaxAttempts?: number;
   /** Resolve when run `runId` is terminal (or paused), or after `timeoutMs` (with it as it is then). */

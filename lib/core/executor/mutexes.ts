@@ -22,9 +22,102 @@ export interface MutexKeys {
 /** What is held: give it back with {@link MutexHold.release} (it stops the extension first). */
 export interface MutexHold {
   readonly fence?: number;
+  /** The lock's key, when a lock is held. */
+  readonly lockKey?: string;
   /** Stop extending, keeping what is held (it expires unless taken again). */
   stop(): void;
   release(): Promise<void>;
+  /**
+   * Check that the lock (under its fence) and the semaphore slot are still held, re-arming their
+   * TTLs in the same go (both sent together). Resolves to what was lost, if anything.
+   */
+  confirm(): Promise<LostMutex | undefined>;
+  /**
+   * Keep what is held past this execution for `ms` more than its TTL (a run waiting for a step's
+   * retry): the extension stops, the TTLs are pushed, the takes stay (the next execution folds them).
+   */
+  keepFor(ms: number, which: { lock: boolean; semaphore: boolean }): Promise<void>;
+}
+
+/** A lock or semaphore slot an execution held and no longer holds (its TTL ran out meanwhile). */
+export interface LostMutex {
+  kind: 'lock' | 'semaphore';
+  key: string;
+}
+
+/** What a hold is in its execution: a step's own (`step`) or a reactor's (`reactor`: its name). */
+type HoldTag = { step: string; reactor?: undefined } | { reactor: string; step?: undefined };
+
+/**
+ * The locks and semaphore slots one execution of a run holds now (its reactor's, its composed
+ * children's, its steps' own), as their holds register themselves while held. A step's result is
+ * confirmed against them ({@link confirm}) before it is recorded, and `ctx.fence(key)` reads them.
+ * Empty (nothing to confirm, no cost) for a run that holds nothing.
+ */
+export class HeldMutexes {
+  private readonly entries = new Set<{ hold: MutexHold; tag: HoldTag }>();
+
+  /** Register `hold`; returns the function that unregisters it. */
+  add(hold: MutexHold, tag: HoldTag): () => void {
+    const entry = { hold, tag };
+    this.entries.add(entry);
+    return () => void this.entries.delete(entry);
+  }
+
+  /** Whether nothing is held (the check before a step's result is recorded is skipped then). */
+  get empty(): boolean {
+    return this.entries.size === 0;
+  }
+
+  /** How many holds of this execution hold lock `key` now (each is one take of it). */
+  takesOf(key: string): number {
+    let n = 0;
+    for (const { hold } of this.entries) if (hold.lockKey === key) n++;
+    return n;
+  }
+
+  /**
+   * Confirm every hold of the run (its reactors') and step `step`'s own, together (see
+   * {@link MutexHold.confirm}); resolves to the first lost, if any.
+   */
+  async confirm(step: string): Promise<LostMutex | undefined> {
+    const checks: Array<Promise<LostMutex | undefined>> = [];
+    for (const { hold, tag } of this.entries)
+      if (tag.step === undefined || tag.step === step) checks.push(hold.confirm());
+    return (await Promise.all(checks)).find((lost) => lost !== undefined);
+  }
+
+  /**
+   * The fencing token of lock `key` held for step `step` of reactor `reactor` (see
+   * `StepContext.fence`): without a key, the step's own lock, else its reactor's.
+   */
+  fence(step: string, reactor: string, key?: string): number | undefined {
+    const locks = [...this.entries].filter(({ hold }) => hold.fence !== undefined);
+    const found =
+      key !== undefined
+        ? (locks.find((e) => e.hold.lockKey === key && e.tag.step === step) ??
+          locks.find((e) => e.hold.lockKey === key && e.tag.step === undefined))
+        : (locks.find((e) => e.tag.step === step) ?? locks.find((e) => e.tag.reactor === reactor));
+    return found?.hold.fence;
+  }
+
+  /**
+   * `ctx.fence(key)` of step `step` of reactor `reactor`: see {@link fence}.
+   * @throws TypeError when no such lock is held, naming the ones that are.
+   */
+  fenceFor(step: string, reactor: string, key?: string): number {
+    const fence = this.fence(step, reactor, key);
+    if (fence !== undefined) return fence;
+    const held = [...this.entries]
+      .filter(({ hold, tag }) => hold.lockKey !== undefined && (tag.step === undefined || tag.step === step))
+      .map(({ hold }) => `'${hold.lockKey}'`);
+    throw new TypeError(
+      `Reactor '${reactor}' step '${step}': ctx.fence(${key === undefined ? '' : JSON.stringify(key)}): ` +
+        (key === undefined ? 'neither the step nor its reactor holds a lock' : `the run holds no lock '${key}' here`) +
+        (held.length > 0 ? ` (it holds ${held.join(', ')})` : '') +
+        '.',
+    );
+  }
 }
 
 /** How to take them. */
@@ -35,8 +128,14 @@ export interface TakeOptions {
   detailPrefix?: string;
   /** How long to wait for the lock and for the semaphore, each (0: one try). @default 0 */
   waitMs?: { lock?: number; semaphore?: number };
-  /** The owner's earlier takes of the lock are folded into this one (a reactor lock kept across a park). */
+  /**
+   * The owner's earlier takes of the lock are folded into this one (a reactor lock kept across a
+   * park or a retry, or left by a crashed execution): only the takes of the holds registered in
+   * `held.in` (this execution's, say a parent's on the same key) are kept beside it.
+   */
   oneTake?: boolean;
+  /** Register the hold in this execution's holds while it is held. */
+  held?: { in: HeldMutexes; tag: HoldTag };
   /** Also called every extension period while held (an ordered lock's heartbeat). */
   alsoEvery?: { periodMs: number; run(): void };
 }
@@ -52,6 +151,55 @@ export async function takeMutexes(
   owner: string,
   options: TakeOptions,
 ): Promise<MutexHold> {
+  // Counted among the execution's takes of the key while it is taken (a concurrent take of the
+  // same key in this execution then folds nothing of this one).
+  const pending =
+    options.held && spec.lock ? options.held.in.add(placeholder(keys.lock!), options.held.tag) : undefined;
+  let fence: number | undefined;
+  try {
+    fence = await takeBoth(store, spec, keys, owner, options);
+  } finally {
+    pending?.();
+  }
+  const taken = hold(store, spec, keys, owner, fence, options.alsoEvery);
+  if (!options.held || (!spec.lock && !spec.semaphore)) return taken;
+  const unregister = options.held.in.add(taken, options.held.tag);
+  return {
+    ...taken,
+    stop: () => {
+      unregister();
+      taken.stop();
+    },
+    release: () => {
+      unregister();
+      return taken.release();
+    },
+    keepFor: (ms, which) => {
+      unregister();
+      return taken.keepFor(ms, which);
+    },
+  };
+}
+
+/** A take of lock `key` under way (see {@link takeMutexes}): it holds nothing yet. */
+function placeholder(key: string): MutexHold {
+  return {
+    lockKey: key,
+    stop: () => undefined,
+    release: async () => undefined,
+    confirm: async () => undefined,
+    keepFor: async () => undefined,
+  };
+}
+
+/** Take the lock, then the semaphore (see {@link takeMutexes}); resolves to the lock's fence. */
+async function takeBoth(
+  store: CoordinationStore,
+  spec: MutexSpec,
+  keys: MutexKeys,
+  owner: string,
+  options: TakeOptions,
+): Promise<number | undefined> {
   const { clock, reactorName, detailPrefix = '', waitMs = {} } = options;
   let fence: number | undefined;
   if (spec.lock) {
@@ -67,8 +215,10 @@ export async function takeMutexes(
       );
     }
     fence = reply.fence;
-    if (options.oneTake)
-      for (let extra = reply.count; extra > 1; extra--) await store.releaseLock(keys.lock!, owner, fence);
+    if (options.oneTake) {
+      const kept = options.held?.in.takesOf(keys.lock!) ?? 1;
+      for (let extra = reply.count; extra > kept; extra--) await store.releaseLock(keys.lock!, owner, fence);
+    }
   }
   if (spec.semaphore) {
     const { limit, leaseMs } = spec.semaphore;
@@ -86,7 +236,7 @@ export async function takeMutexes(
       );
     }
   }
-  return hold(store, spec, keys, owner, fence, options.alsoEvery);
+  return fence;
 }
 
 function hold(
@@ -115,13 +265,39 @@ function hold(
   const stop = (): void => {
     if (timer) clearInterval(timer);
   };
+  const lock = spec.lock && fence !== undefined ? { key: keys.lock!, ttlMs: spec.lock.ttlMs, fence } : undefined;
+  const semaphore = spec.semaphore ? { key: keys.semaphore!, leaseMs: spec.semaphore.leaseMs } : undefined;
   return {
     fence,
+    lockKey: lock?.key,
     stop,
     release: async () => {
       stop();
-      if (spec.semaphore) await store.releaseSemaphore(keys.semaphore!, owner);
-      if (spec.lock && fence !== undefined) await store.releaseLock(keys.lock!, owner, fence);
+      if (semaphore) await store.releaseSemaphore(semaphore.key, owner);
+      if (lock) await store.releaseLock(lock.key, owner, lock.fence);
+    },
+    confirm: async () => {
+      // Sent together (one round trip on Redis): a lost one is not revived by the other.
+      const [lockHeld, slotHeld] = await Promise.all([
+        lock ? store.extendLock(lock.key, owner, lock.fence, lock.ttlMs) : true,
+        semaphore ? store.extendSemaphore(semaphore.key, owner, semaphore.leaseMs) : true,
+      ]);
+      if (!lockHeld) return { kind: 'lock', key: lock!.key };
+      if (!slotHeld) return { kind: 'semaphore', key: semaphore!.key };
+      return undefined;
+    },
+    keepFor: async (ms, which) => {
+      stop();
+      const delay = Math.max(0, Math.ceil(ms));
+      await Promise.all([
+        lock && which.lock ? store.extendLock(lock.key, owner, lock.fence, lock.ttlMs + delay) : undefined,
+        semaphore && which.semaphore
+          ? store.extendSemaphore(semaphore.key, owner, semaphore.leaseMs + delay)
+          : undefined,
+      ]);
+      // What is not kept is given back now.
+      if (semaphore && !which.semaphore) await store.releaseSemaphore(semaphore.key, owner);
+      if (lock && !which.lock) await store.releaseLock(lock.key, owner, lock.fence);
     },
   };
 }

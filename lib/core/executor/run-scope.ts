@@ -135,7 +135,14 @@ export abstract class RunScope implements StepScope {
 
   context(step: StepDefinition, attempt = this.state.attempts[step.name] ?? 1): StepContext {
     const open = this.signals.get(step.name);
+    const held = this.env.held;
+    const reactorName = this.def.name;
     return {
+      fence: (key) => {
+        if (!held)
+          throw new TypeError(`Reactor '${reactorName}' step '${step.name}': ctx.fence(): the run holds no lock.`);
+        return held.fenceFor(step.name, reactorName, key);
+      },
       runId: this.state.runId,
       reactorName: this.def.name,
       stepName: step.name,

@@ -3,10 +3,11 @@
  * resolved arguments and held by the run (its owner: re-entrant with the reactor's own lock on the
  * same key). Taken around the step's body, and taken again around its undo or compensate, waiting
  * for each up to its TTL there (a rollback never parks); a step whose coordination is contended
- * never started.
+ * never started. Before a step's result is recorded, every lock and slot the run holds for it is
+ * confirmed still held ({@link confirmHolds}); `ctx.fence(key)` reads their fencing tokens.
  */
 import type { StepDefinition } from '../definition/definition';
-import { CoordinationContendedError } from '../errors/coordination.error';
+import { CoordinationContendedError, CoordinationLostError } from '../errors/coordination.error';
 import type { RollbackFailure } from '../model/failure';
 import { coordinationKey, takeMutexes, type MutexHold } from './mutexes';
 import type { RunScope } from './run-scope';
@@ -40,6 +41,7 @@ export async function takeStepCoordination(
     reactorName: scope.def.name,
     detailPrefix: `step '${step.name}': `,
     waitMs,
+    held: scope.env.held && { in: scope.env.held, tag: { step: step.name } },
   });
   return { release: () => hold.release().catch(() => undefined) };
 }
@@ -70,4 +72,29 @@ export async function retakeForRollback(
       reactorName: scope.def.name,
     };
   }
+}
+
+/**
+ * Before a step's result is recorded: when the run holds locks or semaphore slots (none: no check,
+ * no cost), confirm them all (and re-arm their TTLs) in one go. Resolves to the error to fail the
+ * step with when one was lost (`LOCK_LOST`, `SEMAPHORE_LOST`), naming the reactor, step and key.
+ */
+export function confirmHolds(
+  scope: RunScope,
+  step: StepDefinition,
+): Promise<CoordinationLostError | undefined> | undefined {
+  const held = scope.env.held;
+  if (!held || held.empty) return undefined;
+  return held
+    .confirm(step.name)
+    .then((lost) =>
+      lost
+        ? new CoordinationLostError(
+            lost.kind === 'lock' ? 'LOCK_LOST' : 'SEMAPHORE_LOST',
+            scope.def.name,
+            step.name,
+            lost.key,
+          )
+        : undefined,
+    );
 }

@@ -3,7 +3,7 @@
  * its kind) under the retry policy, check the output contract, and say how the step settled.
  */
 import { CoordinationContendedError } from '../errors/coordination.error';
-import { takeStepCoordination, type StepHold } from './step-coordination';
+import { confirmHolds, takeStepCoordination, type StepHold } from './step-coordination';
 import type { StepDefinition } from '../definition/definition';
 import { redactArgs, redactInputs } from '../definition/redaction';
 import { backoffDelay } from '../definition/retry-policy';
@@ -129,7 +129,11 @@ async function settle(scope: RunScope, step: StepDefinition, span: TraceSpan): P
   }
   if (state.stepContentions) delete state.stepContentions[step.name];
   try {
-    return await attempts(scope, step, args, shownArgs, span);
+    const result = await attempts(scope, step, args, shownArgs, span);
+    // A result is recorded only while every lock and slot the run holds for it is still held.
+    const lost = result.kind === 'success' || result.kind === 'skipped' ? confirmHolds(scope, step) : undefined;
+    const error = lost && (await lost);
+    return error ? stepFailed(scope, step, error, args, { compensate: true, retryable: false }) : result;
   } finally {
     await hold.release();
   }
