@@ -12,6 +12,7 @@ import { durableRuns, printDurable } from './durable.bench';
 import { engineOverhead, printOverhead } from './engine-overhead.bench';
 import { mapFanOut, printMapFanOut } from './map.bench';
 import { stopBenchRedis } from './redis-counter';
+import { printWorkerScaling, workerScaling } from './scaling.bench';
 import { printUserPath, userPath } from './user-path.bench';
 
 async function main(): Promise<void> {
@@ -27,6 +28,7 @@ async function main(): Promise<void> {
   if (want('user')) printUserPath(await userPath());
   if (want('coordination')) printCoordination(await coordinationRates());
   if (want('cluster')) printClusterDistribution(clusterDistribution());
+  if (want('scaling')) printWorkerScaling(await workerScaling());
   stopBenchRedis();
 }
 

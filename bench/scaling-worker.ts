@@ -1,0 +1,139 @@
+/**
+ * A worker process of the `scaling` benchmark (bench/scaling.bench.ts), and the reactor both sides
+ * of it declare.
+ *
+ * Run as a child process (`node .bench-build/bench/scaling-worker.js`) it boots a Nest application
+ * context with `ReactorModule.forRoot` and the scaling reactor, its BullMQ worker consuming the
+ * module's queue, prints `READY` on stdout once `app.init()` is done, and closes the application on
+ * SIGTERM. Its settings come from the environment: BENCH_SCALING_REDIS_URL, BENCH_SCALING_PREFIX,
+ * BENCH_SCALING_CONCURRENCY (worker concurrency) and BENCH_SCALING_WORK (iterations of CPU work
+ * per step, calibrated once by the parent so that every process burns the same work).
+ */
+import 'reflect-metadata';
+import { Module, type INestApplicationContext } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { Reactor, ReactorModule, success, type ReactorBuilder, type Ref } from '../lib';
+
+export const SCALING_REACTOR = 'scaling-10';
+export const SCALING_STEPS = 10;
+
+/**
+ * CPU work: `iterations` rounds of xorshift32, with no allocation and no I/O. The result goes into
+ * the step's value, so the loop cannot be optimised away.
+ */
+export function burn(iterations: number, seed: number): number {
+  let x = seed | 0 || 1;
+  for (let i = 0; i < iterations; i++) {
+    x ^= x << 13;
+    x ^= x >>> 17;
+    x ^= x << 5;
+  }
+  return x;
+}
+
+/** A step's value: about 300 bytes of JSON (as in bench/user-path.bench.ts). */
+function stepResult(seed: number, step: number, checksum: number): Record<string, unknown> {
+  return {
+    orderId: `order-${seed}`,
+    step,
+    status: 'reserved',
+    reservedAt: '2026-12-01T12:00:00.000Z',
+    warehouse: 'eu-west-1a',
+    lines: [
+      { sku: 'BOOK-0001', qty: 2, priceCents: 1_299 },
+      { sku: 'LAMP-0042', qty: 1, priceCents: 4_990 },
+      { sku: 'CABLE-0007', qty: 3, priceCents: 799 },
+    ],
+    checksum,
+    note: 'x'.repeat(40),
+  };
+}
+
+/** The reactor: {@link SCALING_STEPS} steps in a chain, each burning `work` iterations of CPU. */
+export function scalingReactor(work: number) {
+  @Reactor(SCALING_REACTOR, { maxConcurrency: 1 })
+  class ScalingReactor {
+    build(r: ReactorBuilder<{ seed: number }>) {
+      const seed = r.input('seed', { type: 'number' });
+      let prev: Ref<unknown> = seed;
+      for (let i = 0; i < SCALING_STEPS; i++) {
+        const step = i;
+        prev = r.step(
+          `s${i}`,
+          ({ seed: s }: { seed: number; prev?: unknown }) => success(stepResult(s, step, burn(work, s * 31 + step))),
+          { seed, prev },
+        );
+      }
+      return prev;
+    }
+  }
+  return ScalingReactor;
+}
+
+export interface ScalingModuleOptions {
+  url: string;
+  prefix: string;
+  /** Consume jobs in this process (`false`: a producer that only starts runs). */
+  workers: boolean;
+  concurrency: number;
+  work: number;
+}
+
+/** The application module of either side, and the reactor class it registers. */
+export function scalingModule(options: ScalingModuleOptions) {
+  const ReactorClass = scalingReactor(options.work);
+  @Module({
+    imports: [
+      ReactorModule.forRoot({
+        redis: { url: options.url },
+        prefix: options.prefix,
+        workers: options.workers,
+        workerConcurrency: options.concurrency,
+        sweeper: { enabled: false },
+      }),
+    ],
+    providers: [ReactorClass],
+  })
+  class ScalingModule {}
+  return { ScalingModule, ReactorClass };
+}
+
+function env(name: string): string {
+  const value = process.env[name];
+  if (!value) throw new Error(`scaling worker: ${name} is not set`);
+  return value;
+}
+
+async function main(): Promise<void> {
+  const work = Number(env('BENCH_SCALING_WORK'));
+  // Warm the loop up (JIT) before any job arrives.
+  for (let i = 0; i < 100; i++) burn(work, i);
+  const { ScalingModule } = scalingModule({
+    url: env('BENCH_SCALING_REDIS_URL'),
+    prefix: env('BENCH_SCALING_PREFIX'),
+    workers: true,
+    concurrency: Number(env('BENCH_SCALING_CONCURRENCY')),
+    work,
+  });
+  const app: INestApplicationContext = await NestFactory.createApplicationContext(ScalingModule, {
+    logger: ['error', 'warn'],
+  });
+  process.once('SIGTERM', () => {
+    app.close().then(
+      () => process.exit(0),
+      (error: unknown) => {
+        console.error(error);
+        process.exit(1);
+      },
+    );
+  });
+  await app.init();
+  process.stdout.write('READY\n');
+}
+
+if (require.main === module) {
+  main().catch((error: unknown) => {
+    console.error(error);
+    process.exit(1);
+  });
+}
