@@ -13,6 +13,7 @@ import {
   type RunView,
 } from '../core';
 import { REACTOR_RUNTIME, type ReactorRuntime } from '../config';
+import { derivedRedaction } from '../core/engine/run-view';
 import { ReactorClient } from '../nest';
 import { describeReactor, stepStates, type DashboardReactor, type DashboardStepState } from './dashboard-dag';
 import { DASHBOARD_OPTIONS, type ResolvedDashboardOptions } from './dashboard.options';
@@ -267,18 +268,23 @@ export class DashboardService implements OnModuleInit {
       const inline = (levelView.results[name] as { $mapRecords?: ElementRecord[] } | undefined)?.$mapRecords ?? [];
       records = inline.slice(from, end);
     }
+    // An element's failure or halt reason may hold a value derived from a redacted input of the run.
+    const redaction = derivedRedaction(state, this.definitionOf);
     const elements: DashboardMapElement[] = [];
     records.forEach((r, i) => {
       if (!r || !statuses.includes(r.status)) return;
       elements.push({
         index: from + i,
         status: r.status,
-        ...(r.status === 'failed' ? { failure: r.failure } : {}),
-        ...(r.status === 'halted' ? { reason: r.reason } : {}),
+        ...(r.status === 'failed' ? { failure: redaction.value(r.failure) } : {}),
+        ...(r.status === 'halted' ? { reason: redaction.value(r.reason) } : {}),
       });
     });
     return { total, elements, ...(end < total ? { next: end } : {}) };
   }
+
+  private readonly definitionOf = (name: string) =>
+    this.engine.reactorNames().includes(name) ? this.engine.definition(name) : undefined;
 
   private knownReactor(name: string): string {
     this.engine.definition(name); // throws UnknownReactorError naming the registered ones
@@ -293,7 +299,13 @@ export class DashboardService implements OnModuleInit {
       status: state.status,
       updatedAt: state.updatedAt,
       ...(state.finishedAt !== undefined ? { finishedAt: state.finishedAt } : {}),
-      ...(state.failure ? { failedStep: state.failure.stepName, failureMessage: state.failure.message } : {}),
+      ...(state.failure
+        ? {
+            failedStep: state.failure.stepName,
+            // The message may hold a value derived from a redacted input (a coordination key).
+            failureMessage: derivedRedaction(state, this.definitionOf).string(state.failure.message),
+          }
+        : {}),
       ...(state.retriedFrom !== undefined ? { retriedFrom: state.retriedFrom } : {}),
     };
   }

@@ -13,7 +13,7 @@ import type { INestApplication } from '@nestjs/common';
 import puppeteer, { type Browser, type Page } from 'puppeteer-core';
 import { ReactorClient } from '../../lib/nest/reactor.client';
 import { findChromium } from '../support/chromium';
-import { CARD, Gate, Switches, TOKEN, dashboardApp } from './dashboard.fixtures';
+import { CARD, FINGERPRINT, Gate, SECRET_REACTORS, Switches, TOKEN, platformApp } from './dashboard.fixtures';
 
 /** The page's document, as the functions evaluated in the browser use it (this project compiles without the DOM lib). */
 interface PageElement {
@@ -41,7 +41,7 @@ describe('the dashboard page in headless Chromium', () => {
 
   beforeAll(async () => {
     const chromium = findChromium();
-    app = await dashboardApp({ pollIntervalMs: 200 });
+    app = await platformApp('express', { pollIntervalMs: 200 }, {}, SECRET_REACTORS);
     await app.listen(0, '127.0.0.1');
     base = `${await app.getUrl()}/admin/reactor/`;
     client = app.get(ReactorClient);
@@ -116,6 +116,32 @@ describe('the dashboard page in headless Chromium', () => {
       [...document.querySelectorAll('svg.dag g.node')].every((g) => g.getAttribute('data-status') === 'completed'),
     );
   }, 60_000);
+
+  it('shows no value derived from a redacted input: correlation ids, a period key, a failure message', async () => {
+    const paused = await client.run('dash-secret-approval', { orderId: 'b-secret', card: CARD });
+    await page.goto(`${base}#/runs/${encodeURIComponent(paused.runId)}`, { waitUntil: 'domcontentloaded' });
+    await page.waitForSelector(`.run-head[data-run="${paused.runId}"][data-status="paused"]`);
+    await page.waitForFunction(() => document.querySelector('main')?.textContent?.includes('Waiting at confirm'));
+    expect(await page.content()).toContain('correlation id [REDACTED]');
+
+    await client.run('dash-secret-fingerprint', { orderId: 'b-fp-1', card: CARD });
+    const halted = await client.run('dash-secret-fingerprint', { orderId: 'b-fp-2', card: CARD });
+    const declined = await client.run('dash-secret-decline', { orderId: 'b-decline', card: CARD });
+    for (const [runId, status] of [
+      [halted.runId, 'halted'],
+      [declined.runId, 'failed'],
+    ]) {
+      await page.goto(`${base}#/runs/${encodeURIComponent(runId)}`, { waitUntil: 'domcontentloaded' });
+      await page.waitForSelector(`.run-head[data-run="${runId}"][data-status="${status}"]`);
+      const html = await page.content();
+      expect(html).not.toContain(CARD);
+      expect(html).not.toContain(FINGERPRINT);
+    }
+    expect(await page.$eval('.failure-box', (el) => el.textContent)).toContain('[REDACTED]');
+    await page.goto(`${base}#/?reactor=dash-secret-decline`, { waitUntil: 'domcontentloaded' });
+    await page.waitForSelector(`tr[data-run="${declined.runId}"]`);
+    expect(await page.content()).not.toContain(CARD);
+  }, 30_000);
 
   it('updates the DAG live while the run moves: the held step runs, then every step completes', async () => {
     const started = await client.start('dash-gated', {});

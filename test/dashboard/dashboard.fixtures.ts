@@ -1,4 +1,12 @@
-import { Injectable, UnauthorizedException, type CanActivate, type ExecutionContext } from '@nestjs/common';
+import {
+  Injectable,
+  UnauthorizedException,
+  type CanActivate,
+  type ExecutionContext,
+  type Provider,
+} from '@nestjs/common';
+import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
+import { createHash } from 'node:crypto';
 import { Test } from '@nestjs/testing';
 import type { INestApplication } from '@nestjs/common';
 import { ReactorModule } from '../../lib/nest/reactor.module';
@@ -201,6 +209,75 @@ export const DASHBOARD_PROVIDERS = [
   ParentReactor,
 ];
 
+// ---- Values derived from a redacted input (issue 26) ----------------------------------------------
+
+/** What a key function makes of the card without quoting it: as secret as the card. */
+export const FINGERPRINT = createHash('sha256').update(CARD).digest('hex').slice(0, 24);
+
+export type CardInput = { orderId: string; card: string };
+
+/** Once a day per card: the period's key quotes the card, so a second run's halt details would show it. */
+@Reactor('dash-secret-period', { period: { key: (i) => `card:${String(i.card)}`, every: 'day' } })
+export class SecretPeriodReactor implements ReactorBlueprint<CardInput> {
+  build(r: ReactorBuilder<CardInput>) {
+    r.input('card', { type: 'string', redact: true });
+    return r.step('charge', ({ orderId }: { orderId: string }) => success(orderId), {
+      orderId: r.input('orderId', { type: 'string' }),
+    });
+  }
+}
+
+/** Once a day per card fingerprint: the key holds no card, but a key function read it. */
+@Reactor('dash-secret-fingerprint', {
+  period: { key: (i) => `fp:${createHash('sha256').update(String(i.card)).digest('hex').slice(0, 24)}`, every: 'day' },
+})
+export class SecretFingerprintReactor implements ReactorBlueprint<CardInput> {
+  build(r: ReactorBuilder<CardInput>) {
+    r.input('card', { type: 'string', redact: true });
+    return r.step('charge', ({ orderId }: { orderId: string }) => success(orderId), {
+      orderId: r.input('orderId', { type: 'string' }),
+    });
+  }
+}
+
+/** Waits at `confirm` under a correlation id quoting the card, and at `verify` under its fingerprint. */
+@Reactor('dash-secret-approval')
+export class SecretApprovalReactor implements ReactorBlueprint<CardInput> {
+  build(r: ReactorBuilder<CardInput>) {
+    const card = r.input('card', { type: 'string', redact: true });
+    const orderId = r.input('orderId', { type: 'string' });
+    const confirm = r.interrupt<boolean, { card: string; orderId: string }>('confirm', {
+      args: { card, orderId },
+      correlationId: ({ args }) => `confirm:${args.orderId}:${args.card}`,
+    });
+    const verify = r.interrupt<boolean, Record<string, never>>('verify', {
+      correlationId: ({ inputs }) => `verify:${createHash('sha256').update(String(inputs.card)).digest('hex')}`,
+      waitFor: [confirm],
+    });
+    return r.step('done', () => success(true), {}, { waitFor: [verify] });
+  }
+}
+
+/** Its step fails with a message quoting the card. */
+@Reactor('dash-secret-decline')
+export class SecretDeclineReactor implements ReactorBlueprint<CardInput> {
+  build(r: ReactorBuilder<CardInput>) {
+    return r.step(
+      'charge',
+      ({ card }: { card: string }) => failure(new Error(`card ${card} declined`), { retryable: false }),
+      { card: r.input('card', { type: 'string', redact: true }) },
+    );
+  }
+}
+
+/** The reactors whose derived values hold a redacted input (not in {@link DASHBOARD_PROVIDERS}). */
+export const SECRET_REACTORS = [
+  SecretPeriodReactor,
+  SecretFingerprintReactor,
+  SecretApprovalReactor,
+  SecretDeclineReactor,
+];
+
 /**
  * A Nest app with the dashboard at `admin/reactor` behind {@link TokenGuard}: on the embedded
  * runtime, or on the one `reactor` options choose (Redis).
@@ -220,6 +297,34 @@ export async function dashboardApp(
   const app = module.createNestApplication({ logger: false });
   prepare(app);
   await app.init();
+  return app;
+}
+
+/**
+ * A Nest app with the dashboard at `admin/reactor` behind {@link TokenGuard}, on Express or Fastify,
+ * with {@link DASHBOARD_PROVIDERS} and `providers` (reactors of one spec).
+ */
+export async function platformApp(
+  platform: 'express' | 'fastify',
+  options: ReactorDashboardOptions = {},
+  reactor: ReactorModuleOptions = {},
+  providers: Provider[] = [],
+): Promise<INestApplication> {
+  const module = await Test.createTestingModule({
+    imports: [
+      ReactorModule.forRoot(reactor),
+      ReactorDashboardModule.forRoot({ path: 'admin/reactor', guard: TokenGuard, ...options }),
+    ],
+    providers: [...DASHBOARD_PROVIDERS, ...providers],
+  }).compile();
+  if (platform === 'express') {
+    const app = module.createNestApplication({ logger: false });
+    await app.init();
+    return app;
+  }
+  const app = module.createNestApplication<NestFastifyApplication>(new FastifyAdapter(), { logger: false });
+  await app.init();
+  await app.getHttpAdapter().getInstance().ready();
   return app;
 }
 
