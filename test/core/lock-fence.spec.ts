@@ -4,11 +4,14 @@
  * (a stalled process) fails the step with `LOCK_LOST` / `SEMAPHORE_LOST`, compensated and rolled
  * back, its result never stored. `ctx.fence(key)` is the lock's fencing token, growing per holder.
  * Embedded runtime with a fake clock: the stall is the clock moved past the TTL inside the step.
+ * Also: a run waiting for a retry keeps its lock for the delay plus the TTL, and no longer.
  */
 import { defineReactor, type ReactorBuilder } from '../../lib/core/definition/builder';
 import type { StepContext } from '../../lib/core/definition/step';
-import { success } from '../../lib/core/results/step-outcome';
+import { failure, success } from '../../lib/core/results/step-outcome';
 import type { CoordinationStore } from '../../lib/core/ports/coordination-store.port';
+import { createTestEngine } from '../../lib/testing/test-engine';
+import { TestClock } from '../../lib/testing/test-clock';
 import { createHarness } from './harness';
 
 const TTL_MS = 1_000;
@@ -199,6 +202,38 @@ describe('a step is fenced by the locks and slots its run holds (embedded runtim
       status: 'failed',
       failure: { exceptionClass: 'TypeError', errorMessage: expect.stringContaining('ctx.fence(): ') },
     });
+  });
+
+  it('a run waiting for its retry keeps its lock ttlMs past the due time; with no resume (its worker gone) the TTL frees it then', async () => {
+    const clock = new TestClock();
+    const { engine, coordination, dispatcher, idle } = createTestEngine({ clock });
+    const def = defineReactor(
+      'fence-retry-ttl',
+      (r: ReactorBuilder<object>) =>
+        r.step(
+          'charge',
+          (_a: object, ctx: StepContext) => (ctx.attempt === 1 ? failure(new Error('timeout')) : success('ok')),
+          {},
+          { retries: { maxAttempts: 2, backoff: 'fixed', baseDelayMs: 10_000 } },
+        ),
+      { lock: { key: () => 'customer:1', ttlMs: TTL_MS }, background: { all: true } },
+    );
+    engine.register(def);
+    const started = await engine.start(def, {});
+    await idle();
+    expect(await engine.get(started.runId)).toMatchObject({ status: 'running', attempts: { charge: 1 } });
+    // Held for the delay plus the TTL.
+    expect(await coordination.acquireLock('customer:1', 'other', TTL_MS)).toEqual({
+      acquired: false,
+      holder: started.runId,
+      retryAfterMs: 10_000 + TTL_MS,
+    });
+    // The worker dies: its resume never runs.
+    dispatcher.close();
+    clock.advance(10_000);
+    expect(await coordination.acquireLock('customer:1', 'other', TTL_MS)).toMatchObject({ acquired: false });
+    clock.advance(TTL_MS + 1);
+    expect(await coordination.acquireLock('customer:1', 'other', TTL_MS)).toMatchObject({ acquired: true, count: 1 });
   });
 
   it('a composed child on the same key as its parent: the parent keeps its lock after the child leaves (its next step is recorded)', async () => {

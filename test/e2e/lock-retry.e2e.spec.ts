@@ -2,7 +2,8 @@
  * A reactor's lock across a step's retry in a worker, on both runtimes (embedded, and Redis with
  * BullMQ): by default the run holds it until it ends (its TTL pushed past the retry's delay, given
  * back when the run is cancelled); with `releaseDuringRetry` another run of the key goes in while
- * it waits. Five runs of one key with a retrying step are never inside the reactor together.
+ * it waits. The same for a semaphore slot. Five runs of one key with a retrying step are never
+ * inside the reactor together.
  */
 import type { TestingModule } from '@nestjs/testing';
 import type { ReactorBuilder } from '../../lib/core/definition/builder';
@@ -41,6 +42,35 @@ class ReleasedReactor implements ReactorBlueprint<Input> {
   }
 }
 
+/** A reactor on a semaphore of one slot whose step retries (`releaseDuringRetry` as given). */
+function slotReactor(name: string, releaseDuringRetry: boolean) {
+  @Reactor(name, {
+    semaphore: { key: () => 'gateway', limit: 1, leaseMs: TTL_MS, releaseDuringRetry },
+    background: { all: true },
+  })
+  class SlotReactor implements ReactorBlueprint<Input> {
+    build(r: ReactorBuilder<Input>) {
+      return r.step(
+        'charge',
+        failsFirst,
+        { customer: r.input('customer', { type: 'string' }) },
+        { retries: LONG_RETRY },
+      );
+    }
+  }
+  return SlotReactor;
+}
+const SlotHeldReactor = slotReactor('lock-retry-slot-held', false);
+const SlotReleasedReactor = slotReactor('lock-retry-slot-released', true);
+
+/** Another run on the slot, run by a caller. */
+@Reactor('lock-retry-slot-probe', { semaphore: { key: () => 'gateway', limit: 1, leaseMs: TTL_MS } })
+class SlotProbeReactor implements ReactorBlueprint<object> {
+  build(r: ReactorBuilder<object>) {
+    return r.step('look', () => success('in'), {});
+  }
+}
+
 /** Another run of the same key, run by a caller: refused while the key is held. */
 @Reactor('lock-retry-probe', { lock: { key: customer, ttlMs: TTL_MS } })
 class ProbeReactor implements ReactorBlueprint<Input> {
@@ -67,7 +97,15 @@ class CheckoutReactor implements ReactorBlueprint<Input> {
   }
 }
 
-const PROVIDERS = [HeldReactor, ReleasedReactor, ProbeReactor, CheckoutReactor];
+const PROVIDERS = [
+  HeldReactor,
+  ReleasedReactor,
+  ProbeReactor,
+  CheckoutReactor,
+  SlotHeldReactor,
+  SlotReleasedReactor,
+  SlotProbeReactor,
+];
 const OPTIONS = { snoozeDelayMs: 20, lockSnoozeMaxAttempts: 100_000, workerConcurrency: 8 };
 
 /** One caller run of the probe: its status, or the contention it was refused with. */
@@ -155,6 +193,42 @@ describe.each([
 
     await client.cancel(started.runId, 'test over');
     expect(await client.wait(started.runId, { timeoutMs: 20_000 })).toMatchObject({ status: 'cancelled' });
+  }, 60_000);
+
+  it('a semaphore slot likewise: held across the retry by default (SEMAPHORE_FULL, lease pushed past the delay), given back during it with releaseDuringRetry', async () => {
+    const held = await client.start(SlotHeldReactor, { customer: 'c1' });
+    await waitingForRetry(client, held.runId);
+    let refused: CoordinationContendedError | undefined;
+    await pollUntil(async () => {
+      try {
+        await client.run(SlotProbeReactor, {});
+      } catch (error) {
+        if (!(error instanceof CoordinationContendedError) || error.code !== 'SEMAPHORE_FULL') throw error;
+        refused = error;
+        return error.retryAfterMs > TTL_MS;
+      }
+      throw new Error('another run took the slot while the run waited for its retry');
+    }, 20_000);
+    expect(refused).toMatchObject({ code: 'SEMAPHORE_FULL', key: 'gateway' });
+    await client.cancel(held.runId, 'test over');
+    expect(await client.wait(held.runId, { timeoutMs: 20_000 })).toMatchObject({ status: 'cancelled' });
+    expect(await client.run(SlotProbeReactor, {})).toMatchObject({ status: 'completed' });
+
+    const released = await client.start(SlotReleasedReactor, { customer: 'c1' });
+    await waitingForRetry(client, released.runId);
+    await pollUntil(
+      async () =>
+        client.run(SlotProbeReactor, {}).then(
+          () => true,
+          (error: unknown) => {
+            if (!(error instanceof CoordinationContendedError)) throw error;
+            return false;
+          },
+        ),
+      20_000,
+    );
+    expect(await client.get(released.runId)).toMatchObject({ status: 'running', attempts: { charge: 1 } });
+    await client.cancel(released.runId, 'test over');
   }, 60_000);
 
   it('five runs of one customer, each retrying a step: never two inside the reactor at once', async () => {
