@@ -15,6 +15,7 @@ export * from './definition/retry-policy';
 export * from './definition/step';
 export * from './engine';
 export * from './errors';
+export * from './validation/arguments';
 export * from './definition/retry-policy';
 export * from './definition/redaction';
 export * from './model/run-state';

@@ -17,6 +17,14 @@ import {
   type RunOutcome,
   type ContinueOptions,
   type ContinueResult,
+  checkBoolean,
+  checkInteger,
+  checkMs,
+  checkOneOf,
+  checkOptions,
+  checkStepPath,
+  checkText,
+  InvalidArgumentError,
 } from '../core';
 import { ReactorSweeper, type SweepResult } from '../sweepers/reactor.sweeper';
 import { ReactorRegistry } from './reactor.registry';
@@ -65,7 +73,8 @@ export class ReactorClient {
   /** Run a reactor by name. */
   run<O = unknown>(reactorName: string, input: unknown, options?: RunOptions): Promise<RunOutcome<O>>;
   async run(reactor: ReactorClass | string, input: unknown, options?: RunOptions): Promise<RunOutcome> {
-    return this.engine.run(this.nameOf('run', reactor), input, options);
+    const name = this.nameOf('run', reactor);
+    return this.engine.run(name, input, checkOptions('run', options));
   }
 
   /**
@@ -81,7 +90,8 @@ export class ReactorClient {
   /** Start a reactor by name in the background. */
   start<O = unknown>(reactorName: string, input: unknown, options?: RunOptions): Promise<RunOutcome<O>>;
   async start(reactor: ReactorClass | string, input: unknown, options?: RunOptions): Promise<RunOutcome> {
-    return this.engine.start(this.nameOf('start', reactor), input, options);
+    const name = this.nameOf('start', reactor);
+    return this.engine.start(name, input, checkOptions('start', options));
   }
 
   /** The run as shown to people (redacted inputs and arguments), or undefined when there is none. */
@@ -94,8 +104,11 @@ export class ReactorClient {
    * Resolve to the run's outcome once it is terminal or paused. Throws `RunNotFoundError` for an
    * unknown run and `WaitTimeoutError` after `timeoutMs`.
    */
-  async wait<O = unknown>(runId: string, options: WaitOptions = {}): Promise<RunOutcome<O>> {
-    return this.engine.wait<O>(runId, options);
+  async wait<O = unknown>(runId: string, options?: WaitOptions): Promise<RunOutcome<O>> {
+    const checked = checkOptions('wait', options);
+    checkMs('wait', 'options.timeoutMs', checked.timeoutMs);
+    checkMs('wait', 'options.pollMs', checked.pollMs, 1);
+    return this.engine.wait<O>(runId, checked);
   }
 
   /**
@@ -107,7 +120,10 @@ export class ReactorClient {
    */
   async undo(runId: string, options?: UndoOptions): Promise<RunOutcome> {
     this.assertExplored('undo');
-    return this.engine.undo(runId, options);
+    const checked = checkOptions('undo', options);
+    checkBoolean('undo', 'options.wait', checked.wait);
+    checkMs('undo', 'options.timeoutMs', checked.timeoutMs);
+    return this.engine.undo(runId, checked);
   }
 
   /**
@@ -117,6 +133,16 @@ export class ReactorClient {
    */
   async list(query: ListQuery): Promise<RunList> {
     this.assertExplored('list');
+    if (typeof query !== 'object' || query === null || Array.isArray(query)) {
+      throw new InvalidArgumentError(
+        'list',
+        'query',
+        'an object ({ reactor, status?, since?, cursor?, limit? })',
+        query,
+      );
+    }
+    checkMs('list', 'query.since', query.since);
+    if (query.cursor !== undefined) checkText('list', 'query.cursor', query.cursor, 4096);
     return this.engine.list(query);
   }
 
@@ -131,7 +157,9 @@ export class ReactorClient {
    */
   async retry(runId: string, options?: RunRetryOptions): Promise<RunOutcome> {
     this.assertExplored('retry');
-    return this.engine.retry(runId, options);
+    const checked = checkOptions('retry', options);
+    checkBoolean('retry', 'options.new', checked.new);
+    return this.engine.retry(runId, checked);
   }
 
   /**
@@ -155,7 +183,9 @@ export class ReactorClient {
     options?: ContinueOptions,
   ): Promise<ContinueResult<O>> {
     this.assertExplored('continue');
-    return (await this.engine.continue(runId, step, payload, options)) as ContinueResult<O>;
+    checkStepPath('continue', step);
+    const checked = checkContinueOptions('continue', options);
+    return (await this.engine.continue(runId, step, payload, checked)) as ContinueResult<O>;
   }
 
   /**
@@ -186,13 +216,11 @@ export class ReactorClient {
     payload: unknown,
     options?: ContinueOptions,
   ): Promise<ContinueResult> {
-    return this.engine.continueByCorrelationId(
-      this.nameOf('continueByCorrelationId', reactor),
-      step,
-      correlationId,
-      payload,
-      options,
-    );
+    const name = this.nameOf('continueByCorrelationId', reactor);
+    checkStepPath('continueByCorrelationId', step);
+    checkText('continueByCorrelationId', 'correlationId', correlationId);
+    const checked = checkContinueOptions('continueByCorrelationId', options);
+    return this.engine.continueByCorrelationId(name, step, correlationId, payload, checked);
   }
 
   /**
@@ -204,6 +232,8 @@ export class ReactorClient {
    */
   async cancel(runId: string, reason = 'cancelled'): Promise<RunOutcome> {
     this.assertExplored('cancel');
+    if (typeof reason !== 'string')
+      throw new InvalidArgumentError('cancel', 'reason', 'a string (or left out)', reason);
     return this.engine.cancel(runId, reason);
   }
 
@@ -228,6 +258,7 @@ export class ReactorClient {
    */
   async runsOnOtherDefinitions(limit?: number): Promise<RunOnOtherDefinition[]> {
     this.assertExplored('runsOnOtherDefinitions');
+    checkInteger('runsOnOtherDefinitions', 'limit', limit, 1, 100_000);
     return this.engine.runsOnOtherDefinitions(limit);
   }
 
@@ -250,4 +281,14 @@ export class ReactorClient {
   private assertExplored(method: string): void {
     if (!this.registry.isExplored) throw new ConfigurationError(messages.clientUsedBeforeInit(method));
   }
+}
+
+/** The options of `continue` and `continueByCorrelationId`, checked. */
+function checkContinueOptions(method: string, options: ContinueOptions | undefined): ContinueOptions {
+  const checked = checkOptions(method, options);
+  checkOneOf(method, 'options.execute', checked.execute, ['inline', 'background']);
+  checkOneOf(method, 'options.ifNotReached', checked.ifNotReached, ['queue', 'refuse']);
+  checkBoolean(method, 'options.wait', checked.wait);
+  checkMs(method, 'options.timeoutMs', checked.timeoutMs);
+  return checked;
 }

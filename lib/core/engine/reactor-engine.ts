@@ -2,8 +2,7 @@ import type { ReactorDefinition } from '../definition/definition';
 import { didYouMean } from '../errors/closest-names';
 import { ConfigurationError } from '../errors/configuration.error';
 import { InternalError } from '../errors/internal.error';
-import { ReactorError } from '../errors/reactor.error';
-import { StorageUnavailableError } from '../errors/storage-unavailable.error';
+import { clientCallError } from '../errors/storage-unavailable.error';
 import type { ReactorMiddleware } from '../middleware/events';
 import { MiddlewareRunner } from '../middleware/middleware-runner';
 import type { BrokenReason, ReactorStorage } from '../ports/reactor-storage.port';
@@ -466,13 +465,12 @@ export interface RunOnOtherDefinition {
   registeredVersions: string[];
 }
 
-/** Run a client operation; an error that is not the library's own is the storage not answering. */
+/** Run a client operation; a storage failure is `STORAGE_UNAVAILABLE`, nothing else (see `clientCallError`). */
 async function guarded<T>(operation: string, fn: () => Promise<T>): Promise<T> {
   try {
     return await fn();
   } catch (error) {
-    if (error instanceof ReactorError) throw error;
-    throw new StorageUnavailableError(operation, error);
+    throw clientCallError(operation, error);
   }
 }
 

@@ -8,6 +8,7 @@ export * from './configuration.error';
 export * from './internal.error';
 export * from './unstorable-value.error';
 export * from './storage-unavailable.error';
+export * from './invalid-argument.error';
 export * from './interrupt.error';
 export * from './coordination.error';
 export * from './step-aborted.error';

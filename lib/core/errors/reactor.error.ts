@@ -39,7 +39,8 @@ export type ReactorErrorCode =
   | 'LOCK_LOST'
   | 'SEMAPHORE_LOST'
   | 'INTERNAL'
-  | 'STEP_ABORTED';
+  | 'STEP_ABORTED'
+  | 'INVALID_ARGUMENT';
 
 /** The JSON form of an error, as stored with a run and shown by `ReactorClient.get`. */
 export interface SerializedError {
