@@ -263,7 +263,7 @@ describe('interrupts', () => {
     cyclic.self = cyclic;
     await expect(engine.continue(paused.runId, 'approve', cyclic)).rejects.toMatchObject({
       code: 'PAYLOAD_INVALID',
-      fieldErrors: { '(payload)': [expect.stringContaining('cannot be written as JSON')] },
+      fieldErrors: { '(payload)': [expect.stringContaining('a cycle (it holds itself')] },
     });
     expect((await engine.get(paused.runId))?.status).toBe('paused');
     expect(await engine.continue(paused.runId, 'approve', approve)).toMatchObject({ accepted: 'applied' });

@@ -13,6 +13,7 @@ import { checkRunId } from './run-id';
 import { isTerminal, newRunState, type RunState } from '../model/run-state';
 import type { Lease } from '../ports/lock-manager.port';
 import { outcomeOf, type RunOutcome } from '../results/run-outcome';
+import { isWellFormed } from '../validation/arguments';
 import { describeFieldErrors, validateReactorInputs } from '../validation/validate';
 import type { Holding } from './coordination';
 import { CoordinationContendedError } from '../errors/coordination.error';
@@ -85,6 +86,12 @@ export class RunStarter {
     if (typeof key !== 'string' || key.length === 0 || key.length > 512) {
       throw new ConfigurationError(
         `Reactor '${def.name}': idempotencyKey must be a non-empty string of at most 512 characters.`,
+      );
+    }
+    if (!isWellFormed(key)) {
+      // Its UTF-8 form (a storage key) would not be its own: two keys could name one request.
+      throw new ConfigurationError(
+        `Reactor '${def.name}': idempotencyKey must be well-formed Unicode (it holds a lone surrogate). Build it from whole characters.`,
       );
     }
     const { storage, idempotencyWindowMs } = this.parts;
@@ -232,7 +239,7 @@ export class RunStarter {
     retryOf?: { runId: string; count: number },
   ): Promise<{ state: RunState; lease?: Lease; replayed?: boolean; holding?: Holding }> {
     const { clock, middleware } = this.parts;
-    const { inputs, errors } = await validateReactorInputs(def.inputs, input);
+    const { inputs, errors } = await validateReactorInputs(def.inputs, input, { fresh: true });
     const state = newRunState(def, runId, inputs, clock.now());
     if (retryOf) {
       state.retriedFrom = retryOf.runId;

@@ -4,7 +4,8 @@ import type { ContractRule, ContractRuleResult, ContractViolation, StepContract 
 import type { InputDefinition } from '../definition/input-spec';
 import type { DtoClass } from '../definition/step';
 import type { FieldErrors } from '../errors/input-validation.error';
-import { withoutUndefinedProperties } from '../model/json-values';
+import { errorText } from '../errors/sentence';
+import { jsonProblem, MAX_VALUE_DEPTH, withoutUndefinedProperties } from '../model/json-values';
 import { checkConstraints, checkType } from './check-value';
 
 /** Validate a value against a class-validator DTO; returns field errors keyed by dotted path. */
@@ -32,23 +33,37 @@ function flatten(errors: ValidationError[], prefix: string, out: FieldErrors): v
  * `0` and `''` are values; `null` fails a required input. An input with a default gets it when the
  * key is absent or `null` (as the reference does), and the default is not validated. `__proto__`
  * keys are dropped, at any depth, so no input can change an object's prototype (and so read as an
- * input it did not give). Returns the inputs to store and every field error.
+ * input it did not give); `-0` becomes 0 and `undefined` properties are left out, as JSON does.
+ * With `fresh` (a new run's inputs, from a caller), a value JSON would not give back as it is (see
+ * `jsonProblem`: a Date, a RegExp, a sparse array, nesting deeper than `MAX_VALUE_DEPTH`, a
+ * cycle...) and one whose getter or proxy throws are field errors naming where they are, left out
+ * of the inputs returned (the failed run is stored without them); values that come from a stored
+ * run (a composed child's, an element's) are checked when they are stored. Returns the inputs to
+ * store and every field error.
  */
 export async function validateReactorInputs(
   defs: readonly InputDefinition[],
   raw: unknown,
+  options: { fresh?: boolean } = {},
 ): Promise<{ inputs: Record<string, unknown>; errors: FieldErrors }> {
-  const errors: FieldErrors = {};
+  return validateFields(defs, raw, options.fresh === true);
+}
+
+async function validateFields(
+  defs: readonly InputDefinition[],
+  raw: unknown,
+  fresh: boolean,
+): Promise<{ inputs: Record<string, unknown>; errors: FieldErrors }> {
   const inputs: Record<string, unknown> = {};
-  if (raw !== undefined && (raw === null || typeof raw !== 'object' || Array.isArray(raw))) {
+  if (raw !== undefined && (raw === null || typeof raw !== 'object' || isArray(raw))) {
     return { inputs, errors: { '(inputs)': ['must be an object of named inputs'] } };
   }
-  // `undefined` properties are left out at any depth, as a worker reading the stored run sees them.
-  const given = withoutUndefinedProperties(withoutProtoKeys(raw ?? {})) as Record<string, unknown>;
+  const { given, errors } = readFields(raw ?? {}, fresh);
   for (const key of Object.keys(given)) {
     if (!defs.some((d) => d.name === key)) inputs[key] = given[key];
   }
   for (const def of defs) {
+    if (errors[def.name]) continue;
     const own = Object.prototype.hasOwnProperty.call(given, def.name) ? given[def.name] : undefined;
     const present = own !== undefined && !(own === null && def.hasDefault);
     if (!present) {
@@ -57,9 +72,55 @@ export async function validateReactorInputs(
       continue;
     }
     inputs[def.name] = own;
-    Object.assign(errors, await validateValue(def, own, def.name));
+    try {
+      Object.assign(errors, await validateValue(def, own, def.name));
+    } catch (error) {
+      errors[def.name] = [`could not be validated: ${errorText(error)}`];
+    }
   }
   return { inputs, errors };
+}
+
+/** `Array.isArray`, false for a revoked proxy (refused then as an object that cannot be read). */
+function isArray(value: unknown): boolean {
+  try {
+    return Array.isArray(value);
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The fields of `raw` as JSON stores them (no `__proto__` keys, no `undefined` properties, `-0` as
+ * 0; `raw` itself when nothing changes), and a field error for each one that cannot be read (a
+ * throwing getter or proxy) or, when `fresh`, that JSON would not give back as it is (naming
+ * where: `inputs.order.tags[3]`). Only `fresh` fields are copied one by one.
+ */
+function readFields(raw: object, fresh: boolean): { given: Record<string, unknown>; errors: FieldErrors } {
+  const errors: FieldErrors = {};
+  let own = raw as Record<string, unknown>;
+  try {
+    if (fresh) {
+      own = {};
+      for (const key of Object.keys(raw)) {
+        if (key === PROTO) continue;
+        let value: unknown;
+        try {
+          value = (raw as Record<string, unknown>)[key];
+        } catch (error) {
+          errors[key] = [`could not be read: ${errorText(error)}`];
+          continue;
+        }
+        const problem = jsonProblem(value, `inputs.${key}`);
+        if (problem !== undefined) errors[key] = [`cannot be stored as it is: ${problem}`];
+        else own[key] = value;
+      }
+    }
+    return { given: withoutUndefinedProperties(withoutProtoKeys(own)) as Record<string, unknown>, errors };
+  } catch (error) {
+    // Keys that cannot be listed, or (read twice) a getter or proxy that throws the second time only.
+    return { given: {}, errors: { ...errors, '(inputs)': [`could not be read: ${errorText(error)}`] } };
+  }
 }
 
 /**
@@ -109,7 +170,7 @@ export async function validateContract(contract: StepContract, value: unknown): 
     return validateValue(contract.field, value, '(value)');
   }
   if (value === null || typeof value !== 'object' || Array.isArray(value)) return { '(value)': ['must be an object'] };
-  const { errors } = await validateReactorInputs(contract.fields, value);
+  const { errors } = await validateFields(contract.fields, value, false);
   if (Object.keys(errors).length > 0 || !contract.rule) return errors;
   return ruleErrors(contract.rule, value as Record<string, unknown>);
 }
@@ -142,9 +203,12 @@ async function ruleErrors(rule: ContractRule, value: Record<string, unknown>): P
 
 const PROTO = '__proto__';
 
-/** Whether `value` holds an own `__proto__` key at any depth (what `JSON.parse` makes of one). */
+/**
+ * Whether `value` holds an own `__proto__` key at any depth (what `JSON.parse` makes of one): every
+ * depth a stored value may have (deeper ones are refused by `jsonProblem`, and the walk stops there).
+ */
 function hasProtoKey(value: unknown, depth = 0): boolean {
-  if (value === null || typeof value !== 'object' || depth > 256) return false;
+  if (value === null || typeof value !== 'object' || depth > MAX_VALUE_DEPTH) return false;
   if (Array.isArray(value)) return value.some((v) => hasProtoKey(v, depth + 1));
   if (Object.prototype.hasOwnProperty.call(value, PROTO)) return true;
   for (const key of Object.keys(value)) {
