@@ -25,6 +25,13 @@ export interface ReactorDashboardOptions {
    */
   countLimit?: number;
   /**
+   * The counts of one filter are read at most once per this many ms, and shared by every request
+   * in between (concurrent requests wait for the same reading); when a reading is costly they are
+   * reused for 20 times as long as it took (at most a minute). Each answer says `refreshAfterMs`,
+   * and the page asks no sooner. @default 2000
+   */
+  countsCacheMs?: number;
+  /**
    * The origin (or origins) browsers reach the dashboard at, such as `'https://ops.example.com'`
    * (scheme, host and port; no path): an action whose `Origin` is not one of them is refused. Set it
    * when a proxy in front of the app changes the scheme or the host (TLS terminated at the proxy).
@@ -49,6 +56,7 @@ export interface ResolvedDashboardOptions {
   imports: NonNullable<ModuleMetadata['imports']>;
   pollIntervalMs: number;
   countLimit: number;
+  countsCacheMs: number;
   /** The `publicOrigin`s, serialized (`https://host[:port]`); empty when unset. */
   publicOrigins: string[];
   trustProxy: boolean;
@@ -125,6 +133,9 @@ export function resolveDashboardOptions(
   const countLimit = options.countLimit ?? 10_000;
   if (!Number.isInteger(countLimit) || countLimit < 1)
     throw invalid('countLimit', 'an integer >= 1', options.countLimit);
+  const countsCacheMs = options.countsCacheMs ?? 2000;
+  if (!Number.isInteger(countsCacheMs) || countsCacheMs < 0 || countsCacheMs > 3_600_000)
+    throw invalid('countsCacheMs', 'an integer from 0 to 3600000', options.countsCacheMs);
   const trustProxy = options.trustProxy ?? false;
   if (typeof trustProxy !== 'boolean') throw invalid('trustProxy', 'a boolean', options.trustProxy);
   let publicOrigins: string[] = [];
@@ -149,6 +160,7 @@ export function resolveDashboardOptions(
     imports: options.imports ?? [],
     pollIntervalMs,
     countLimit,
+    countsCacheMs,
     publicOrigins,
     trustProxy,
   };

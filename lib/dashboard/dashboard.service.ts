@@ -1,3 +1,4 @@
+import { performance } from 'node:perf_hooks';
 import { Inject, Injectable, type OnModuleInit } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
 import {
@@ -66,6 +67,23 @@ export interface DashboardCounts {
   total: number;
   /** Some reactor had more runs than `countLimit` in the range: the counts are of its newest runs. */
   capped: boolean;
+  /** When these counts were read (ms since the epoch): they are shared and reused for a while. */
+  computedAt: number;
+  /** In how many ms newer counts can be read for the same filter: ask again no sooner (the page waits this long). */
+  refreshAfterMs: number;
+}
+
+/** Counts are reused for this many times the time one reading took (at least `countsCacheMs`). */
+const COUNTS_COST_FACTOR = 20;
+/** Counts are never reused for longer than this. */
+const COUNTS_MAX_AGE_MS = 60_000;
+/** Filters whose counts are kept at once. */
+const COUNTS_CACHE_ENTRIES = 64;
+
+/** Counts of one filter: being read (`promise` only), or read at `computedAt` and reusable until `expiresAt`. */
+interface CountsEntry {
+  promise: Promise<Omit<DashboardCounts, 'refreshAfterMs'>>;
+  expiresAt?: number;
 }
 
 /** An interrupt a paused run waits at, with what its payload must be. */
@@ -198,10 +216,66 @@ export class DashboardService implements OnModuleInit {
     return { runs: rows, ...(next ? { cursor: `${next.createdAt}:${next.runId}` } : {}) };
   }
 
-  /** Counts by status over the newest runs in the range (at most `countLimit` per reactor). */
+  /**
+   * Counts by status over the newest runs in the range (at most `countLimit` per reactor). One
+   * reading per filter at a time: concurrent requests share it, and its result is reused for
+   * `countsCacheMs`, or 20 times as long as it took to read when that is longer (at most a minute),
+   * so polling pages cost the app a bounded share of its event loop however many are open.
+   */
   async counts(query: Pick<DashboardRunQuery, 'reactor' | 'since' | 'until'>): Promise<DashboardCounts> {
-    const counts = Object.fromEntries(RUN_STATUSES.map((s) => [s, 0])) as Record<RunStatus, number>;
     const names = query.reactor !== undefined ? [this.knownReactor(query.reactor)] : this.engine.reactorNames();
+    const key = JSON.stringify([query.reactor ?? null, query.since ?? null, query.until ?? null]);
+    let entry = this.countsCache.get(key);
+    if (!entry || (entry.expiresAt !== undefined && entry.expiresAt <= Date.now())) {
+      entry = this.readCounts(key, names, query);
+    }
+    const read = await entry.promise;
+    return { ...read, refreshAfterMs: Math.max(0, (entry.expiresAt ?? Date.now()) - Date.now()) };
+  }
+
+  private readonly countsCache = new Map<string, CountsEntry>();
+
+  /** Start reading the counts of filter `key`, shared by every request until it expires. */
+  private readCounts(key: string, names: string[], query: Pick<DashboardRunQuery, 'since' | 'until'>): CountsEntry {
+    const started = performance.now();
+    const entry: CountsEntry = {
+      promise: this.countRuns(names, query).then(
+        (counts) => {
+          const costMs = performance.now() - started;
+          const maxAgeMs = Math.min(
+            COUNTS_MAX_AGE_MS,
+            Math.max(this.options.countsCacheMs, COUNTS_COST_FACTOR * costMs),
+          );
+          entry.expiresAt = Date.now() + maxAgeMs;
+          return counts;
+        },
+        (error: unknown) => {
+          if (this.countsCache.get(key) === entry) this.countsCache.delete(key);
+          throw error;
+        },
+      ),
+    };
+    this.countsCache.delete(key);
+    this.countsCache.set(key, entry);
+    if (this.countsCache.size > COUNTS_CACHE_ENTRIES) {
+      const now = Date.now();
+      for (const [k, e] of this.countsCache)
+        if (e.expiresAt !== undefined && e.expiresAt <= now) this.countsCache.delete(k);
+      // Still too many: drop the oldest (a request holding its promise still gets its answer).
+      for (const k of this.countsCache.keys()) {
+        if (this.countsCache.size <= COUNTS_CACHE_ENTRIES) break;
+        this.countsCache.delete(k);
+      }
+    }
+    return entry;
+  }
+
+  /** One reading of the counts: the runs index of each reactor, newest first, `countLimit` at most. */
+  private async countRuns(
+    names: string[],
+    query: Pick<DashboardRunQuery, 'since' | 'until'>,
+  ): Promise<Omit<DashboardCounts, 'refreshAfterMs'>> {
+    const counts = Object.fromEntries(RUN_STATUSES.map((s) => [s, 0])) as Record<RunStatus, number>;
     let total = 0;
     let capped = false;
     await Promise.all(
@@ -223,7 +297,7 @@ export class DashboardService implements OnModuleInit {
         total += seen;
       }),
     );
-    return { counts, total, capped };
+    return { counts, total, capped, computedAt: Date.now() };
   }
 
   /** The run in full. @throws RunNotFoundError */

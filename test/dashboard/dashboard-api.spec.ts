@@ -468,6 +468,8 @@ describe('the dashboard (API over the ReactorClient, Express)', () => {
         },
         total: 3,
         capped: false,
+        computedAt: expect.any(Number),
+        refreshAfterMs: expect.any(Number),
       });
       const checkout = await http()
         .get(`${BASE}/api/counts`)

@@ -82,12 +82,17 @@
   }
 
   // ---- Counts (header) ----------------------------------------------------------------------------
+  // Counts are costly over many runs: the server shares one reading among requests and says in
+  // `refreshAfterMs` when a newer one can be had; until then (and a poll interval at least) the
+  // header keeps what it shows, unless the filter changed.
+  const countsDue = { key: '', at: 0 };
   async function refreshCounts(filters) {
-    const { counts, total, capped } = await get('counts', {
-      reactor: filters.reactor,
-      since: filters.since,
-      until: filters.until,
-    });
+    const query = { reactor: filters.reactor, since: filters.since, until: filters.until };
+    const key = JSON.stringify(query);
+    if (key === countsDue.key && Date.now() < countsDue.at) return;
+    const { counts, total, capped, refreshAfterMs } = await get('counts', query);
+    countsDue.key = key;
+    countsDue.at = Date.now() + Math.max(state.settings.pollIntervalMs, Number(refreshAfterMs) || 0);
     const nav = document.getElementById('counts');
     nav.replaceChildren(
       h('span', { class: 'total' }, `${total}${capped ? '+' : ''} runs`),
