@@ -17,7 +17,11 @@
     ARGV[1]  retention TTL (ms) of the records
     ARGV[2]  the number of runs that follow
 
-  Then, for each run, its keys (in KEYS, in order) and a block of its arguments (in ARGV, in order):
+  Then, for each run, its keys (in KEYS, in order) and a block of its arguments: packed, one ARGV
+  holding the block's arguments joined by "\0" (JSON never holds a raw NUL, so the values need no
+  escaping; a run whose names or sealed values hold one is sent unpacked), or unpacked, one ARGV
+  each. A packed block is told from an unpacked one by its first ARGV, longer than the key count.
+  The block's arguments, in order:
     KEYS     run record        HASH   fields: state (identity JSON), head (progress JSON), at
                                       (updatedAt, ms), inputs, r:<step>, u:<n>, t:<n>, a:<step>,
                                       c:<step>, m:<step> (see run-record.codec.ts), and status,
@@ -28,7 +32,7 @@
                                       member = run id, score = creation time (ms): the runs of the
                                       run's reactor in its shard, for `list`; trimmed of runs older
                                       than the retention
-    ARGV     +1  key count: 3, or 4 with the reactor's runs key
+    block    +1  key count: 3, or 4 with the reactor's runs key
              +2  run id
              +3  status
              +4  index score (ms)
@@ -73,16 +77,17 @@ end
 -- HSET and HDEL in chunks: unpack() is bounded by Lua's C stack.
 local CHUNK = 200
 
-local function checkpoint(record, leaseKey, index, runsKey, o)
-  local runId = ARGV[o + 2]
-  local status = ARGV[o + 3]
-  local score = tonumber(ARGV[o + 4])
-  local token = ARGV[o + 5]
-  local leaseTtl = tonumber(ARGV[o + 6])
-  local flags = ARGV[o + 7]
-  local stamp = token ~= "" and (token .. ":" .. ARGV[o + 8]) or ""
-  local s = tonumber(ARGV[o + 9])
-  local d = tonumber(ARGV[o + 10])
+-- One run's checkpoint: its block's arguments are a[o + 1 ..] (ARGV, or a packed block split).
+local function checkpoint(record, leaseKey, index, runsKey, a, o)
+  local runId = a[o + 2]
+  local status = a[o + 3]
+  local score = tonumber(a[o + 4])
+  local token = a[o + 5]
+  local leaseTtl = tonumber(a[o + 6])
+  local flags = a[o + 7]
+  local stamp = token ~= "" and (token .. ":" .. a[o + 8]) or ""
+  local s = tonumber(a[o + 9])
+  local d = tonumber(a[o + 10])
   if not leaseTtl or not score or not s or not d or s % 2 ~= 0 or #flags ~= 6 then
     return -2
   end
@@ -141,10 +146,10 @@ local function checkpoint(record, leaseKey, index, runsKey, o)
   end
   local first, last = o + 11, o + 10 + s
   for i = first, last, 2 * CHUNK do
-    redis.call("HSET", record, unpack(ARGV, i, math.min(i + 2 * CHUNK - 1, last)))
+    redis.call("HSET", record, unpack(a, i, math.min(i + 2 * CHUNK - 1, last)))
   end
   for i = last + 1, last + d, CHUNK do
-    redis.call("HDEL", record, unpack(ARGV, i, math.min(i + CHUNK - 1, last + d)))
+    redis.call("HDEL", record, unpack(a, i, math.min(i + CHUNK - 1, last + d)))
   end
   redis.call("HSET", record, "status", status, "terminal", terminal)
   if stamp ~= "" then
@@ -177,12 +182,34 @@ local function checkpoint(record, leaseKey, index, runsKey, o)
   return 1
 end
 
+-- A packed block's arguments, split at each NUL.
+local function split(packed)
+  local parts, n, from = {}, 0, 1
+  while true do
+    local at = string.find(packed, "\0", from, true)
+    n = n + 1
+    if not at then
+      parts[n] = string.sub(packed, from)
+      return parts
+    end
+    parts[n] = string.sub(packed, from, at - 1)
+    from = at + 1
+  end
+end
+
 local out = {}
 local k, o = 0, 2
 for r = 1, runs do
-  local keyCount = tonumber(ARGV[o + 1])
-  local s = tonumber(ARGV[o + 9])
-  local d = tonumber(ARGV[o + 10])
+  local first = ARGV[o + 1]
+  local a, b, width
+  if first and #first > 1 then
+    a, b, width = split(first), 0, 1
+  else
+    a, b = ARGV, o
+  end
+  local keyCount = tonumber(a and a[b + 1])
+  local s = tonumber(a and a[b + 9])
+  local d = tonumber(a and a[b + 10])
   if (keyCount ~= 3 and keyCount ~= 4) or not s or not d then
     -- The blocks cannot be told apart past a malformed one.
     for rest = r, runs do
@@ -191,13 +218,13 @@ for r = 1, runs do
     return out
   end
   local runsKey = keyCount == 4 and KEYS[k + 4] or nil
-  local ok, result = pcall(checkpoint, KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], runsKey, o)
+  local ok, result = pcall(checkpoint, KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], runsKey, a, b)
   if ok then
     out[r] = result
   else
     out[r] = { err = type(result) == "table" and result.err or tostring(result) }
   end
   k = k + keyCount
-  o = o + 10 + s + d
+  o = o + (width or (10 + s + d))
 end
 return out

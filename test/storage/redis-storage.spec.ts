@@ -298,7 +298,8 @@ describe('round trips (counted with MONITOR)', () => {
     expect(outcomes.map((o) => o.status)).toEqual(['fulfilled', 'fulfilled', 'rejected', 'fulfilled', 'rejected']);
     expect((outcomes[2] as PromiseRejectedResult).reason).toBeInstanceOf(LeaseLostError);
     expect(String((outcomes[4] as PromiseRejectedResult).reason)).toContain('WRONGTYPE');
-    for (const i of [0, 1, 3]) await expect(storage.load(states[i].runId)).resolves.toMatchObject({ updatedAt: T0 + 1 });
+    for (const i of [0, 1, 3])
+      await expect(storage.load(states[i].runId)).resolves.toMatchObject({ updatedAt: T0 + 1 });
     // The refused run's record is as its last write left it.
     await expect(storage.load(states[2].runId)).resolves.toMatchObject({ updatedAt: states[2].updatedAt });
   });
@@ -312,10 +313,18 @@ describe('round trips (counted with MONITOR)', () => {
     state.results.reserve = reserved;
     state.completed.push('reserve');
     await storage.save(state, { lease, leaseTtlMs: 30_000 });
-    state.trace.push({ type: 'run', step: 'charge', at: T0, attempt: 1, arguments: { reservation: reserved, cents: 5 } });
+    state.trace.push({
+      type: 'run',
+      step: 'charge',
+      at: T0,
+      attempt: 1,
+      arguments: { reservation: reserved, cents: 5 },
+    });
     const [command] = await commandsOf(client, () => storage.save(state, { lease, leaseTtlMs: 30_000 }));
 
-    const entry = command[command.indexOf('t:0') + 1];
+    // One run's block is one argument, its parts joined by NUL.
+    const block = command[command.length - 1].split('\0');
+    const entry = block[block.indexOf('t:0') + 1];
     expect(JSON.parse(entry)).toEqual([
       'run',
       'charge',
@@ -334,6 +343,23 @@ describe('round trips (counted with MONITOR)', () => {
     const head = (await redis.hget(keys.runKey(state.runId), 'head'))!;
     expect(JSON.parse(head)).toMatchObject({ status: 'completed', valueRef: 'r:reserve' });
     expect(head).not.toContain('nnnn');
+    await expect(storage.load(state.runId)).resolves.toEqual(state);
+  });
+
+  it('a run whose names hold a NUL is sent unpacked, and stored the same', async () => {
+    const { client, storage, locks } = fresh();
+    const state = makeRunState({ results: {}, completed: [], undoStack: [], attempts: {}, trace: [] });
+    const lease = (await locks.acquire(`run:${state.runId}`, 30_000))!;
+    await storage.save(state, { lease, leaseTtlMs: 30_000, createOnly: true });
+    state.results['odd\0name'] = { ok: true };
+    state.completed.push('odd\0name');
+    const [packed] = await commandsOf(client, () =>
+      storage.save({ ...state, completed: [] }, { lease, leaseTtlMs: 30_000 }),
+    );
+    const [unpacked] = await commandsOf(client, () => storage.save(state, { lease, leaseTtlMs: 30_000 }));
+
+    expect(packed.length).toBe(scriptKeys(packed).length + 6); // evalsha, sha, numkeys, the keys, TTL, count, one block
+    expect(unpacked).toContain('r:odd\0name');
     await expect(storage.load(state.runId)).resolves.toEqual(state);
   });
 

@@ -1,6 +1,6 @@
 import { runScript, type RedisConnection } from './redis-scripts';
 
-/** One run's part of a group commit: its keys and its block of arguments (see `checkpoint-n.lua`). */
+/** A caller waiting for its run's answer in a group commit. */
 interface Pending {
   resolve(result: number): void;
   reject(error: unknown): void;
@@ -36,17 +36,11 @@ export class CheckpointBatcher {
   ) {}
 
   /**
-   * Queue one run's checkpoint in `group`: its `keys` (3, or 4 for a create) and its arguments, the
-   * ten fixed ones of its block (`fixed`, its key count first) then the fields to set and delete.
-   * Resolves with the script's answer for this run; rejects with its error.
+   * Queue one run's checkpoint in `group`: its `keys` (3, or 4 for a create) and its block of
+   * arguments (see `checkpoint-n.lua`: one packed string, or the arguments one by one). Resolves
+   * with the script's answer for this run; rejects with its error.
    */
-  submit(
-    group: number,
-    keys: readonly string[],
-    fixed: ReadonlyArray<string | number>,
-    set: readonly string[],
-    del: readonly string[],
-  ): Promise<number> {
+  submit(group: number, keys: readonly string[], block: ReadonlyArray<string | number>): Promise<number> {
     return new Promise<number>((resolve, reject) => {
       let batch = this.batches.get(group);
       if (batch === undefined || batch.waiters.length >= MAX_RUNS_PER_COMMIT) {
@@ -55,10 +49,7 @@ export class CheckpointBatcher {
         this.batches.set(group, batch);
       }
       for (let i = 0; i < keys.length; i++) batch.keys.push(keys[i]);
-      const { args } = batch;
-      for (let i = 0; i < fixed.length; i++) args.push(fixed[i]);
-      for (let i = 0; i < set.length; i++) args.push(set[i]);
-      for (let i = 0; i < del.length; i++) args.push(del[i]);
+      for (let i = 0; i < block.length; i++) batch.args.push(block[i]);
       batch.waiters.push({ resolve, reject });
       if (!this.scheduled) {
         this.scheduled = true;
@@ -83,7 +74,10 @@ export class CheckpointBatcher {
         for (let i = 0; i < waiters.length; i++) {
           const answer = Array.isArray(answers) ? answers[i] : answers;
           if (typeof answer === 'number') waiters[i].resolve(answer);
-          else waiters[i].reject(answer instanceof Error ? answer : new Error(`checkpoint-n.lua answered ${String(answer)}`));
+          else
+            waiters[i].reject(
+              answer instanceof Error ? answer : new Error(`checkpoint-n.lua answered ${String(answer)}`),
+            );
         }
       },
       (error: unknown) => {

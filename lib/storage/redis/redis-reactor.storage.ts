@@ -126,28 +126,30 @@ export class RedisReactorStorage implements ReactorStorage {
     const leaseTtl = lease && options.leaseTtlMs !== undefined ? normalizeTtlMs(options.leaseTtlMs, 'leaseTtlMs') : 0;
     const runId = state.runId;
     const keys = this.keysOf(state, lease, options.createOnly === true);
+    const token = lease?.token ?? '';
+    const fixed = [
+      keys.length,
+      runId,
+      state.status,
+      indexScore(state),
+      token,
+      leaseTtl,
+      flag(isTerminal(state.status)) +
+        flag(options.createOnly) +
+        flag(options.reopen) +
+        flag(options.releaseLease) +
+        flag(options.acquireLease) +
+        flag(delta.full),
+      lease ? ++this.writes : 0,
+      delta.set.length,
+      delta.del.length,
+    ];
     const result = await this.batcher.submit(
       this.groupOf(runId),
       keys,
-      [
-        keys.length,
-        runId,
-        state.status,
-        indexScore(state),
-        lease?.token ?? '',
-        leaseTtl,
-        flag(isTerminal(state.status)) +
-          flag(options.createOnly) +
-          flag(options.reopen) +
-          flag(options.releaseLease) +
-          flag(options.acquireLease) +
-          flag(delta.full),
-        lease ? ++this.writes : 0,
-        delta.set.length,
-        delta.del.length,
-      ],
-      delta.set,
-      delta.del,
+      packable(runId, token, delta.set, delta.del)
+        ? [fixed.concat(delta.set, delta.del).join(SEPARATOR)]
+        : fixed.concat(delta.set, delta.del),
     );
     if (isErrorCode(result)) throw storageError(result, { runId, operation: 'save (checkpoint-n.lua)' });
     if (result !== CheckpointResult.Written && result !== CheckpointResult.WrittenCancelRequested) return false;
@@ -391,4 +393,22 @@ function wrongType(runId: string, error: unknown): never {
     throw new CorruptRecordError(`Stored record of run '${runId}' is not a hash: ${error.message}`, runId);
   }
   throw error;
+}
+
+/** What joins a packed checkpoint block's arguments (see `checkpoint-n.lua`). */
+const SEPARATOR = '\0';
+
+/**
+ * Whether a checkpoint's arguments can be packed into one string: none holds a NUL. JSON values
+ * never do (a NUL in a string is written `\u0000`); names and sealed values (`~...`) are checked.
+ */
+function packable(runId: string, token: string, set: readonly string[], del: readonly string[]): boolean {
+  if (runId.includes(SEPARATOR) || token.includes(SEPARATOR)) return false;
+  for (let i = 0; i < set.length; i += 2) {
+    if (set[i].includes(SEPARATOR)) return false;
+    const value = set[i + 1];
+    if (value.charCodeAt(0) === 126 /* ~ */ && value.includes(SEPARATOR)) return false;
+  }
+  for (const field of del) if (field.includes(SEPARATOR)) return false;
+  return true;
 }
