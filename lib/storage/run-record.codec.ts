@@ -139,14 +139,17 @@ export function encodeDelta(
     return size;
   };
 
-  const json = (value: unknown, what: string, step?: string, checked?: unknown): string => {
+  // `what` names the value in an error: a string, or the step whose result it is (the message is
+  // built only when there is an error).
+  const json = (value: unknown, what: string | { resultOf: string }, step?: string, checked?: unknown): string => {
     const problem = checked === undefined ? undefined : jsonProblem(checked);
+    const named = () => (typeof what === 'string' ? what : `the result of step '${what.resultOf}'`);
     if (problem)
-      throw new UnstorableValueError(state.runId, what, step, new Error(`${problem} would not come back as it is`));
+      throw new UnstorableValueError(state.runId, named(), step, new Error(`${problem} would not come back as it is`));
     try {
       return JSON.stringify(value);
     } catch (error) {
-      throw new UnstorableValueError(state.runId, what, step, error);
+      throw new UnstorableValueError(state.runId, named(), step, error);
     }
   };
   const sealRun = state.encryptInputs === true;
@@ -176,12 +179,15 @@ export function encodeDelta(
   for (let seq = w.completed; seq < state.completed.length; seq++) {
     const step = state.completed[seq];
     const value = state.results[step];
-    if (typeof value === 'object' && value !== null) stored.push([value, RESULT + step]);
-    put(
-      RESULT + step,
-      json(value === undefined ? [seq] : [seq, value], `the result of step '${step}'`, step, value),
-      false,
-    );
+    const field = RESULT + step;
+    if (typeof value === 'object' && value !== null) stored.push([value, field]);
+    // `[seq]` or `[seq, value]`, without an array made to write it.
+    // (A value JSON writes nothing for is `null` in an array, as JSON.stringify([seq, value]) writes it.)
+    const encoded =
+      value === undefined
+        ? undefined
+        : ((json(value, { resultOf: step }, step, value) as string | undefined) ?? 'null');
+    put(field, encoded === undefined ? `[${seq}]` : `[${seq},${encoded}]`, false);
   }
   // `head` only when more than the time changed (the time is `at`, written every time); a value
   // that is a stored result is a reference to it.
@@ -460,45 +466,51 @@ const TRACE_ARGUMENT_LIMIT = 256;
  * needed: the inputs, the results, the undo entries.
  */
 function traceJson(entry: RunState['trace'][number], refOf: (value: object) => string | undefined): string {
-  let stored: TraceEntry | StoredTraceEntry = entry;
-  if (entry.arguments) {
-    let refs: Record<string, string> | undefined;
-    let inline: Record<string, unknown> | undefined;
-    for (const name in entry.arguments) {
-      const value = entry.arguments[name];
-      const ref = typeof value === 'object' && value !== null ? refOf(value) : undefined;
-      if (ref === undefined) continue;
-      refs ??= {};
-      refs[name] = ref;
-      inline ??= { ...entry.arguments };
-      delete inline[name];
-    }
-    if (refs) stored = { ...entry, arguments: inline, refs };
-  }
   let json: string;
   try {
-    json = compactTraceJson(stored);
+    json = compactTraceJson(entry, refOf);
   } catch {
-    return compactTraceJson({ ...stored, arguments: '[not storable]' as never, detail: entry.detail });
+    return compactTraceJson({ ...entry, arguments: '[not storable]' as never, detail: entry.detail }, refOf);
   }
-  if (json.length <= TRACE_ENTRY_LIMIT || !stored.arguments) return json;
-  return compactTraceJson({ ...stored, arguments: bounded(stored.arguments) as Record<string, unknown> });
+  if (json.length <= TRACE_ENTRY_LIMIT || !entry.arguments) return json;
+  return compactTraceJson({ ...entry, arguments: bounded(entry.arguments) as Record<string, unknown> }, refOf);
 }
 
 /**
  * A trace entry as a JSON array, `[type, step, at]` or `[type, step, at, {the other fields}]`: the
- * three fields every entry has without their names (read back by {@link traceEntryOf}).
+ * three fields every entry has without their names (read back by {@link traceEntryOf}); an
+ * argument that is a stored result or input is left out of `arguments` and named in `refs`.
+ * Written piece by piece (what `JSON.stringify` of the array would write), so no copy of the
+ * entry or its arguments is made.
  */
-function compactTraceJson(entry: StoredTraceEntry): string {
-  const head = `[${JSON.stringify(entry.type)},${JSON.stringify(entry.step)},${entry.at}`;
-  let rest: Record<string, unknown> | undefined;
+function compactTraceJson(entry: TraceEntry, refOf: (value: object) => string | undefined): string {
+  let out = `[${JSON.stringify(entry.type)},${JSON.stringify(entry.step)},${entry.at}`;
+  let rest = '';
+  let refs = '';
   for (const key in entry) {
     if (key === 'type' || key === 'step' || key === 'at') continue;
     const value = (entry as unknown as Record<string, unknown>)[key];
-    if (value === undefined) continue;
-    (rest ??= {})[key] = value;
+    if (key === 'arguments' && typeof value === 'object' && value !== null) {
+      let args = '';
+      for (const name in value) {
+        const arg = (value as Record<string, unknown>)[name];
+        const ref = typeof arg === 'object' && arg !== null ? refOf(arg) : undefined;
+        if (ref !== undefined) {
+          refs += `${refs === '' ? '' : ','}${JSON.stringify(name)}:${JSON.stringify(ref)}`;
+          continue;
+        }
+        const json = JSON.stringify(arg);
+        if (json !== undefined) args += `${args === '' ? '' : ','}${JSON.stringify(name)}:${json}`;
+      }
+      rest += `${rest === '' ? '' : ','}"arguments":{${args}}`;
+      continue;
+    }
+    const json = JSON.stringify(value);
+    if (json !== undefined) rest += `${rest === '' ? '' : ','}${JSON.stringify(key)}:${json}`;
   }
-  return rest === undefined ? `${head}]` : `${head},${JSON.stringify(rest)}]`;
+  if (refs !== '') rest += `${rest === '' ? '' : ','}"refs":{${refs}}`;
+  if (rest !== '') out += `,{${rest}}`;
+  return `${out}]`;
 }
 
 /** A stored trace entry as an object: an array (`[type, step, at, rest?]`) or, written before it, an object. */
