@@ -345,13 +345,14 @@ export class DashboardService implements OnModuleInit {
     // An element's failure or halt reason may hold a value derived from a redacted input of the run.
     const redaction = derivedRedaction(state, this.definitionOf);
     const elements: DashboardMapElement[] = [];
-    records.forEach((r, i) => {
-      if (!r || !statuses.includes(r.status)) return;
+    records.forEach((record, i) => {
+      if (!record || !statuses.includes(record.status)) return;
+      const r = redaction.element(record);
       elements.push({
         index: from + i,
         status: r.status,
-        ...(r.status === 'failed' ? { failure: redaction.value(r.failure) } : {}),
-        ...(r.status === 'halted' ? { reason: redaction.value(r.reason) } : {}),
+        ...(r.status === 'failed' ? { failure: r.failure } : {}),
+        ...(r.status === 'halted' ? { reason: r.reason } : {}),
       });
     });
     return { total, elements, ...(end < total ? { next: end } : {}) };

@@ -111,6 +111,23 @@ describe.each([
     });
   });
 
+  it.each([
+    ['fan-out', 'dash-secret-import'],
+    ['inline', 'dash-secret-inline-import'],
+  ])('a %s map over a redacted collection: an element’s failure quoting it is redacted', async (_mode, reactor) => {
+    const item = `bad-${CARD}`;
+    const started = await client.run(reactor, { items: ['good', item] });
+    const done = await client.wait(started.runId, { timeoutMs: 15_000 });
+    expect(done.status).toBe('completed');
+    const drill = await http().get(`${BASE}/api/runs/${started.runId}/maps/lines/elements`).set(AUTH).expect(200);
+    expect(drill.body).toMatchObject({
+      total: 2,
+      elements: [{ index: 1, status: 'failed', failure: { code: 'STEP_FAILED', message: '[REDACTED]' } }],
+    });
+    const { view, text } = await reads(started.runId, reactor);
+    for (const shown of [view, text, drill.text]) expect(shown).not.toContain(CARD);
+  });
+
   it('redacts a run’s own derived values only, and keeps the rest: trace steps, results, a halt’s reason', async () => {
     const other = '9999-0000-1111-2222';
     expect((await client.run('dash-secret-period', { orderId: 'q-1', card: other })).status).toBe('completed');

@@ -270,12 +270,41 @@ export class SecretDeclineReactor implements ReactorBlueprint<CardInput> {
   }
 }
 
+/** Fans out over a redacted collection: an element `bad-…` fails with a message quoting it. */
+@Reactor('dash-secret-import')
+export class SecretImportReactor implements ReactorBlueprint<{ items: string[] }> {
+  build(r: ReactorBuilder<{ items: string[] }>) {
+    return r.map('lines', {
+      source: r.input('items', { type: 'array', redact: true }),
+      element: ImportLineReactor,
+      inputs: (item) => ({ item }),
+      atomic: false,
+      fanOut: { batchSize: 2 },
+    });
+  }
+}
+
+/** The same map over a redacted collection, inline (its element records live in the run's results). */
+@Reactor('dash-secret-inline-import')
+export class SecretInlineImportReactor implements ReactorBlueprint<{ items: string[] }> {
+  build(r: ReactorBuilder<{ items: string[] }>) {
+    return r.map('lines', {
+      source: r.input('items', { type: 'array', redact: true }),
+      element: ImportLineReactor,
+      inputs: (item) => ({ item }),
+      atomic: false,
+    });
+  }
+}
+
 /** The reactors whose derived values hold a redacted input (not in {@link DASHBOARD_PROVIDERS}). */
 export const SECRET_REACTORS = [
   SecretPeriodReactor,
   SecretFingerprintReactor,
   SecretApprovalReactor,
   SecretDeclineReactor,
+  SecretImportReactor,
+  SecretInlineImportReactor,
 ];
 
 /**

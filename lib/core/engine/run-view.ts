@@ -9,6 +9,7 @@ import type { ReactorStorage } from '../ports/reactor-storage.port';
 import { publicResults, publicValue } from '../results/async-unit-result';
 import { outcomeOf, type RunOutcome } from '../results/run-outcome';
 import type { DefinitionRegistry } from './registry';
+import { sleepingStep, type SleepingStep } from '../steps/sleep.step';
 
 /** A run as shown to people: inputs and step arguments are redacted. */
 export interface RunView {
@@ -41,6 +42,11 @@ export interface RunView {
   asyncUnits: Record<string, AsyncUnitView>;
   /** The interrupts the run reached, by step: path, correlation id, when, deadline. */
   interrupts: Record<string, InterruptRecord>;
+  /**
+   * Set while the run sleeps at a `r.sleep` step: its path and when it wakes (epoch ms). The run's
+   * status stays `running` (parked, no worker holds it), as while it waits for a scheduled retry.
+   */
+  sleeping?: SleepingStep;
   /** The outcome a caller would see. */
   outcome: RunOutcome;
 }
@@ -68,6 +74,10 @@ export class RunViewer {
   outcome<O = unknown>(state: RunState): RunOutcome<O> {
     const outcome = outcomeOf<O>(state);
     if (outcome.status === 'completed') outcome.value = this.value(state) as O;
+    if (outcome.status === 'dispatched') {
+      const sleeping = sleepingStep(state, this.definitionOf);
+      if (sleeping) outcome.sleeping = sleeping;
+    }
     return outcome;
   }
 
@@ -80,6 +90,18 @@ export class RunViewer {
     return returnsMapMarker(this.definitionOf(state.reactorName), this.definitionOf)
       ? hydrateMapValue(state.value, this.maps)
       : publicValue(state, state.value);
+  }
+
+  /** {@link value} as a view shows it: an inline map's element records redacted. */
+  private viewValue(state: RunState, redaction: DerivedRedaction): unknown {
+    if (redaction.empty || !returnsMapMarker(this.definitionOf(state.reactorName), this.definitionOf))
+      return this.value(state);
+    // Stored as the marker, or (a run that finished in this shape) as the results object's JSON.
+    const stored = state.value as { records?: unknown } | null | undefined;
+    if (stored && Array.isArray(stored.records))
+      return { ...stored, records: stored.records.map((r: unknown) => redaction.element(r)) };
+    const [marker] = Object.values(redaction.mapRecords({ value: state.value }));
+    return hydrateMapValue(marker, this.maps);
   }
 
   private readonly definitionOf = (name: string): ReactorDefinition | undefined =>
@@ -123,23 +145,27 @@ export class RunViewer {
         ...(unit?.failure ? { failure: unit.failure } : {}),
       };
     }
+    const value = this.viewValue(state, redaction);
+    const outcome = redaction.outcome(this.outcome(state));
+    if (outcome.status === 'completed') outcome.value = value;
     return {
       runId: state.runId,
       reactorName: state.reactorName,
       status: state.status,
       inputs,
       asyncUnits: redaction.asyncUnits(asyncUnits),
+      ...sleepingIn(state, this.definitionOf),
       interrupts: Object.fromEntries(
         Object.entries(state.interrupts ?? {}).map(([step, { applied: _applied, ...record }]) => [
           step,
           redaction.interrupt(record),
         ]),
       ),
-      results: publicResults(state),
+      results: redaction.mapRecords(publicResults(state)),
       completed: state.completed,
       attempts: state.attempts,
       trace: redaction.trace(state.trace),
-      value: this.value(state),
+      value,
       failure: redaction.value(state.failure),
       halt: redaction.value(state.halt),
       cancellation: redaction.value(state.cancellation),
@@ -149,9 +175,18 @@ export class RunViewer {
       createdAt: state.createdAt,
       updatedAt: state.updatedAt,
       finishedAt: state.finishedAt,
-      outcome: redaction.outcome(this.outcome(state)),
+      outcome,
     };
   }
+}
+
+/** `{ sleeping }` when the run sleeps at a `r.sleep` step, else nothing. */
+function sleepingIn(
+  state: RunState,
+  definitionOf: (name: string) => ReactorDefinition | undefined,
+): { sleeping?: SleepingStep } {
+  const sleeping = sleepingStep(state, definitionOf);
+  return sleeping ? { sleeping } : {};
 }
 
 /**
@@ -247,6 +282,37 @@ export class DerivedRedaction {
   outcome<O>(outcome: RunOutcome<O>): RunOutcome<O> {
     if (this.empty) return outcome;
     return this.value(outcome, OUTCOME_KEPT);
+  }
+
+  /**
+   * Results with the element records of inline map steps (`$mapRecords`) redacted: a failed
+   * element's failure, a halted one's reason and details (written by the engine, not user data);
+   * completed elements' values are kept, as results are.
+   */
+  mapRecords(results: Record<string, unknown>): Record<string, unknown> {
+    if (this.empty) return results;
+    let out: Record<string, unknown> | undefined;
+    for (const [step, result] of Object.entries(results)) {
+      const records = (result as { $mapRecords?: unknown } | null)?.$mapRecords;
+      if (!Array.isArray(records)) continue;
+      out ??= { ...results };
+      out[step] = { ...(result as object), $mapRecords: records.map((r: unknown) => this.element(r)) };
+    }
+    return out ?? results;
+  }
+
+  /** One map element's record, its failure or halt redacted. */
+  element<R>(record: R): R {
+    if (this.empty || !record || typeof record !== 'object') return record;
+    const r = record as Partial<ElementRecord> & Record<string, unknown>;
+    if (r.status === 'failed') return { ...record, failure: this.value(r.failure) };
+    if (r.status === 'halted')
+      return {
+        ...record,
+        reason: this.value(r.reason),
+        ...(r.details !== undefined ? { details: this.value(r.details) } : {}),
+      };
+    return record;
   }
 
   /** An interrupt's record, its correlation id redacted when it holds a secret. */
