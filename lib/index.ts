@@ -122,6 +122,8 @@ export type {
 export type { RunStatus, TraceEntry } from './core';
 export type { RunView, RunOptions, RunRetryOptions, UndoOptions, ListQuery, RunList, RunSummary } from './core';
 export type { ContinueOptions, ContinueResult, ResumeClaim, InterruptRecord, AsyncUnitView } from './core';
+/** Durable sleep: `r.sleep(name, { ms } | { until })`, its value, and where a run sleeps (`RunView.sleeping`). */
+export type { SleepOptions, SleepResult, SleepingStep } from './core';
 
 // Middleware
 export type { ReactorMiddleware, ReactorEvent, ReactorEventType } from './core';

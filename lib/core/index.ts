@@ -29,5 +29,7 @@ export * from './results/step-outcome';
 export * from './results/step-signal';
 export * from './definition/interrupt-spec';
 export { AsyncUnitFailedError } from './steps/async.step';
+export type { SleepOptions, SleepResult } from './definition/sleep-spec';
+export type { SleepingStep } from './steps/sleep.step';
 export * from './definition/coordination-spec';
 export * from './tracing';

@@ -3,6 +3,7 @@ import type { RetryOptions } from './retry-policy';
 import type { InputContract, OutputContract } from './contract-spec';
 import { finishDefinition, type PendingStep } from './finish-definition';
 import { toInterruptSpec, type InterruptOptions } from './interrupt-spec';
+import { toSleepSpec, type SleepOptions, type SleepResult } from './sleep-spec';
 import type { StepCoordinationOptions } from './coordination-spec';
 import type { HandlerSpec, MapSpec, ReactorDefinition, ReactorOptions } from './definition';
 import type { MapResults } from '../results/map-results';
@@ -251,6 +252,30 @@ export class ReactorBuilder<I> {
       { kind: 'interrupt', name: 'interrupt', interrupt: spec },
       this.toSources(name, (options.args ?? {}) as Record<string, Ref<unknown> | undefined>),
       options.waitFor,
+    );
+  }
+
+  /**
+   * Sleep durably: the run parks here with no worker held and its lease released, and a delayed
+   * job wakes it (the sweeper, if that job is lost). `{ ms }` sleeps that long from when the run
+   * reaches the step; `{ until }` until the time a ref holds (an ISO 8601 string or epoch ms; a
+   * time already past wakes at once). The value is `{ sleptUntil }` (epoch ms). Nothing to undo
+   * or compensate; cancel and undo work while the run sleeps. Not in a map's element reactor.
+   *
+   * ```ts
+   * r.sleep('cool-off', { ms: 3 * 24 * 3600_000, waitFor: [order] });
+   * r.sleep('until-launch', { until: r.input('launchAt') });
+   * ```
+   */
+  sleep(name: string, options: SleepOptions): Ref<SleepResult> {
+    this.checkNewStepName(name);
+    const parsed = toSleepSpec(options);
+    if (typeof parsed === 'string') this.fail(`sleep '${name}': ${parsed}`, name);
+    return this.addStep(
+      name,
+      parsed.spec,
+      this.toSources(name, parsed.args as Record<string, Ref<unknown> | undefined>),
+      parsed.waitFor,
     );
   }
 

@@ -274,7 +274,8 @@ export class Executions {
       // An async unit that finished resumes the run that dispatched it (its readers wait for it).
       if (isTerminal(state.status)) await this.resumeParent(state);
       if (mode === 'worker' && outcome.status === 'failed') this.logFailure(outcome.failure, state.runId);
-      return outcome.status === 'completed' ? this.view.outcome(state) : outcome;
+      // A completed run's map value, a sleeping run's wake-up time: read through the view.
+      return outcome.status === 'completed' || outcome.status === 'dispatched' ? this.view.outcome(state) : outcome;
     } catch (error) {
       if (error instanceof ContextTooLargeError) {
         // Even the failure cannot be stored at full size: keep a minimal failed record.

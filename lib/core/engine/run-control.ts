@@ -15,6 +15,7 @@ import { resumeJobOf, type Dispatch } from './dispatch';
 import type { DefinitionRegistry } from './registry';
 import type { RunStarter } from './run-starter';
 import type { Waiters } from './waiters';
+import { sleepingStep } from '../steps/sleep.step';
 
 const UNDOABLE: readonly RunStatus[] = ['completed', 'halted', 'failed', 'paused'];
 
@@ -152,9 +153,10 @@ export class RunControl {
           state.status,
         );
       }
-      if (!UNDOABLE.includes(state.status)) {
+      // A sleeping run (`r.sleep`) is parked like a paused one: nobody executes it (its lease was free).
+      if (!UNDOABLE.includes(state.status) && !sleepingStep(state, this.definitionOf)) {
         throw new InvalidRunStateError(
-          `Run '${runId}' is ${state.status}; only completed, halted, failed or paused runs can be undone.`,
+          `Run '${runId}' is ${state.status}; only completed, halted, failed or paused runs can be undone (or a sleeping one).`,
           runId,
           state.status,
         );
@@ -278,6 +280,8 @@ export class RunControl {
       tracked.untrack();
     }
   }
+
+  private readonly definitionOf = (name: string) => (this.registry.has(name) ? this.registry.get(name) : undefined);
 
   private async current(runId: string): Promise<RunOutcome> {
     const state = await this.parts.storage.load(runId);

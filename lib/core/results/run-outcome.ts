@@ -44,6 +44,11 @@ export interface HaltedOutcome extends RunOutcomeBase {
 /** The rest of the run was handed to a worker; poll with `get` or `wait`. */
 export interface DispatchedOutcome extends RunOutcomeBase {
   status: 'dispatched';
+  /**
+   * Set while the run sleeps (`r.sleep`): the sleep's path (`wait`, or `child.wait` in compose step
+   * `child`) and when it wakes (epoch ms). Set by `client.run`, `get` and `wait`.
+   */
+  sleeping?: { step: string; wakeAt: number };
 }
 /** An interrupt a paused run waits at. */
 export interface PendingInterrupt {

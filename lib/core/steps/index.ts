@@ -8,6 +8,7 @@ import { handlerStep } from './handler.step';
 import { asyncStep } from './async.step';
 import { interruptStep } from './interrupt.step';
 import { mapStep } from './map.step';
+import { sleepStep } from './sleep.step';
 import type { StepKind } from './step-kind';
 
 const STEP_KINDS: { readonly [K in keyof HandlerSpecs]: StepKind<HandlerSpecs[K]> } = {
@@ -17,6 +18,7 @@ const STEP_KINDS: { readonly [K in keyof HandlerSpecs]: StepKind<HandlerSpecs[K]
   map: mapStep,
   interrupt: interruptStep,
   async: asyncStep,
+  sleep: sleepStep,
 };
 
 /** The kind that runs `step`. */
