@@ -124,6 +124,20 @@ export type { RunView, RunOptions, RunRetryOptions, UndoOptions, ListQuery, RunL
 export type { ContinueOptions, ContinueResult, ResumeClaim, InterruptRecord, AsyncUnitView } from './core';
 /** Durable sleep: `r.sleep(name, { ms } | { until })`, its value, and where a run sleeps (`RunView.sleeping`). */
 export type { SleepOptions, SleepResult, SleepingStep } from './core';
+/**
+ * Schedules: `client.schedules.upsert({ id, reactor, cron | everyMs, tz, input, overlap })`, `list`,
+ * `pause`, `resume`, `remove`, `trigger`, and `@Reactor(name, { schedule })`.
+ */
+export { ReactorSchedules } from './nest';
+export type { ScheduleUpsertOptions } from './nest';
+export { scheduledRunId } from './core';
+export type {
+  ScheduleView,
+  ScheduleTriggerResult,
+  ScheduleOverlap,
+  ScheduleLastTick,
+  ReactorScheduleOption,
+} from './core';
 
 // Middleware
 export type { ReactorMiddleware, ReactorEvent, ReactorEventType } from './core';
@@ -161,6 +175,7 @@ export {
   AsyncDeadlockError,
   StepAbortedError,
   isStepAborted,
+  ScheduleNotFoundError,
 } from './core';
 export type { ReactorErrorCode, FieldErrors, SerializedError } from './core';
 export type { StepAbortCause, StepAbortSite } from './core';

@@ -7,6 +7,7 @@ import type {
   LockManager,
   MapStore,
   ReactorStorage,
+  ScheduleBackend,
 } from '../core';
 import type { ReactorWorkerHost } from './reactor-worker-host.interface';
 
@@ -30,6 +31,8 @@ export interface ReactorRuntime {
    */
   readonly coordination: CoordinationStore;
   readonly dispatcher: JobDispatcher;
+  /** Where schedules are kept and what fires their ticks (`client.schedules`). */
+  readonly schedules?: ScheduleBackend;
   /**
    * Start delivering jobs to `handler`. Called once, at application bootstrap; jobs dispatched
    * earlier wait until then.

@@ -324,6 +324,8 @@ export const messages = {
     'onModuleInit). Call it from onApplicationBootstrap or later.',
   jobFailed: (kind: string, runId: string, reactorName: string, error: unknown): string =>
     `Job '${kind}' for run '${runId}' (reactor '${reactorName}') failed: ${(error as Error)?.stack ?? String(error)}`,
+  scheduleTickFailed: (scheduleId: string, at: number, error: unknown): string =>
+    `The tick of schedule '${scheduleId}' due at ${new Date(at).toISOString()} failed: ${(error as Error)?.stack ?? String(error)}`,
 
   // Testing kit
   testingOptionUnsupported: (option: string): string =>

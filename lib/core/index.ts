@@ -33,3 +33,4 @@ export type { SleepOptions, SleepResult } from './definition/sleep-spec';
 export type { SleepingStep } from './steps/sleep.step';
 export * from './definition/coordination-spec';
 export * from './tracing';
+export * from './definition/schedule-spec';

@@ -19,4 +19,5 @@ export { Reactor } from './reactor.decorator';
 export { OnReactorEvent, type OnReactorEventOptions } from './on-reactor-event.decorator';
 export { ReactorModule } from './reactor.module';
 export { ReactorClient, type WaitOptions } from './reactor.client';
+export { ReactorSchedules, type ScheduleUpsertOptions } from './reactor-schedules';
 export { REACTOR_MODULE_DEFAULTS, resolveReactorModuleOptions } from './reactor-module.options';

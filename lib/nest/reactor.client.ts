@@ -1,4 +1,4 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, Optional } from '@nestjs/common';
 import {
   type RunOnOtherDefinition,
   type ReactorClass,
@@ -28,6 +28,7 @@ import {
 } from '../core';
 import { ReactorSweeper, type SweepResult } from '../sweepers/reactor.sweeper';
 import { ReactorRegistry } from './reactor.registry';
+import { ReactorSchedules } from './reactor-schedules';
 import { messages } from '../config';
 
 /** Options of {@link ReactorClient.wait}. */
@@ -58,7 +59,13 @@ export class ReactorClient {
     private readonly engine: ReactorEngine,
     private readonly registry: ReactorRegistry,
     private readonly sweeper: ReactorSweeper,
+    @Optional() private readonly scheduleApi?: ReactorSchedules,
   ) {}
+
+  /** Runs started by cron or an interval: `upsert`, `list`, `pause`, `resume`, `remove`, `trigger` (see {@link ReactorSchedules}). */
+  get schedules(): ReactorSchedules {
+    return this.scheduleApi!;
+  }
 
   /**
    * Run a reactor: validate the input, then execute in this process until the run completes,

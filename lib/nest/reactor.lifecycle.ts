@@ -9,6 +9,7 @@ import {
 } from '@nestjs/common';
 import { ReactorEngine } from '../core';
 import { SweeperScheduler } from '../sweepers/sweeper.scheduler';
+import { ReactorSchedules } from './reactor-schedules';
 import {
   type ReactorRuntime,
   type ResolvedReactorModuleOptions,
@@ -57,15 +58,23 @@ export class ReactorLifecycle implements OnApplicationBootstrap, BeforeApplicati
     private readonly engine: ReactorEngine,
     @Inject(REACTOR_OPTIONS) private readonly options: ResolvedReactorModuleOptions,
     @Optional() private readonly scheduler?: SweeperScheduler,
+    @Optional() private readonly schedules?: ReactorSchedules,
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
     await this.runtime.ready?.();
     await this.runtime.startWorkers((job) => this.engine.handleJob(job));
+    // Declared schedules match the code; ticks are handled where jobs are (embedded: always).
+    await this.schedules?.start(this.runtime.kind === 'embedded' || this.options.workers);
     this.scheduler?.schedule();
   }
 
   async beforeApplicationShutdown(): Promise<void> {
+    try {
+      await this.schedules?.stop();
+    } catch (error) {
+      this.logger.warn(messages.cleanupFailed('stop the schedules', error));
+    }
     try {
       await this.scheduler?.stop();
     } catch (error) {

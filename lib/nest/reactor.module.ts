@@ -29,9 +29,11 @@ import { ReactorExplorer } from './reactor.explorer';
 import { ReactorListeners } from './reactor-listeners';
 import { ReactorLifecycle } from './reactor.lifecycle';
 import { ReactorRegistry } from './reactor.registry';
+import { ReactorSchedules } from './reactor-schedules';
 
 const EXPORTS = [
   ReactorClient,
+  ReactorSchedules,
   REACTOR_RUNTIME,
   REACTOR_STORAGE,
   REACTOR_LOCKS,
@@ -179,6 +181,7 @@ export class ReactorModule {
         ReactorExplorer,
         ReactorSweeper,
         ...(redis ? [RunProcessor, SweeperScheduler] : []),
+        ReactorSchedules,
         ReactorLifecycle,
         ReactorClient,
       ],

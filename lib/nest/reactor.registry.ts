@@ -66,6 +66,11 @@ export class ReactorRegistry implements StepResolver {
     return this.reactors.get(reactorClass as Class);
   }
 
+  /** Every discovered `@Reactor` class (its metadata holds what it declares, such as its schedule). */
+  reactorClasses(): Class[] {
+    return [...this.reactors.keys()];
+  }
+
   /** Discovery finished: every reactor is registered with the engine. */
   markExplored(): void {
     this.explored = true;

@@ -1,6 +1,8 @@
 import type { LoggerService } from '@nestjs/common';
-import type { Clock, InputCipher, JobHandler } from '../core';
+import type { Clock, InputCipher, JobHandler, ScheduleBackend } from '../core';
 import { InProcessJobDispatcher } from './in-process-job.dispatcher';
+import { InProcessScheduleTicker } from './in-process-scheduler';
+import { MemoryScheduleStore } from '../storage/memory/memory-schedule.store';
 import { createMemoryAdapters } from '../storage/memory/create-memory-adapters';
 import type { MemoryLockManager } from '../storage/memory/memory-lock.manager';
 import type { MemoryMapStore } from '../storage/memory/memory-map.store';
@@ -24,6 +26,8 @@ export class EmbeddedReactorRuntime implements ReactorRuntime {
   readonly interrupts: MemoryInterruptStore;
   readonly coordination: MemoryCoordinationStore;
   readonly dispatcher: InProcessJobDispatcher;
+  /** Schedules in memory, ticking on the runtime's clock. */
+  readonly schedules: ScheduleBackend;
 
   constructor(
     clock: Clock,
@@ -39,6 +43,12 @@ export class EmbeddedReactorRuntime implements ReactorRuntime {
     this.dispatcher = new InProcessJobDispatcher(clock, (error, job) =>
       logger.error(messages.jobFailed(job.kind, job.runId, job.reactorName, error)),
     );
+    const ticker = new InProcessScheduleTicker(
+      clock,
+      (work) => this.dispatcher.track(work),
+      (error, tick) => logger.error(messages.scheduleTickFailed(tick.scheduleId, tick.at, error)),
+    );
+    this.schedules = { store: new MemoryScheduleStore(), ticker };
   }
 
   startWorkers(handler: JobHandler): void {

@@ -123,6 +123,20 @@ export class InProcessJobDispatcher implements JobDispatcher {
     return new Promise((resolve) => this.idleWaiters.push(resolve));
   }
 
+  /**
+   * Count `work` as pending until it settles, so that {@link idle} waits for it (the embedded
+   * scheduler's ticks, which start runs).
+   */
+  track(work: Promise<unknown>): void {
+    if (this.closed) return;
+    this.pending++;
+    void work.finally(() => {
+      if (this.closed) return;
+      this.pending--;
+      if (this.pending === 0) this.flushIdle();
+    });
+  }
+
   /** Drop pending jobs and accept no more. */
   close(): void {
     this.closed = true;

@@ -1,7 +1,7 @@
 import type { LoggerService } from '@nestjs/common';
 import { Queue } from 'bullmq';
 import Redis from 'ioredis';
-import { ConfigurationError, type JobHandler, type JobRouting } from '../core';
+import { ConfigurationError, type JobHandler, type JobRouting, type ScheduleBackend } from '../core';
 import { type ResolvedReactorModuleOptions, type ReactorRuntime, messages, type ReactorWorkerHost } from '../config';
 import { RedisKeys } from '../storage/redis/redis.keys';
 import { RedisLockManager } from '../storage/redis/redis-lock.manager';
@@ -11,6 +11,8 @@ import { RedisCoordinationStore } from '../storage/redis/redis-coordination.stor
 import { RedisReactorStorage } from '../storage/redis/redis-reactor.storage';
 import type { RedisConnection } from '../storage/redis/redis-scripts';
 import { BullMqJobDispatcher } from '../queue/bullmq-job.dispatcher';
+import { BullMqScheduleTicker, SCHEDULE_QUEUE_NAME } from '../queue/bullmq-scheduler';
+import { RedisScheduleStore } from '../storage/redis/redis-schedule.store';
 import { bullMqPrefix, REACTOR_QUEUE_NAME } from '../queue/queue.constants';
 import { bullMqQueueOptions, reactorJobOptions } from '../queue/reactor-queue.imports';
 import { ReactorQueues } from '../queue/reactor-queues';
@@ -42,6 +44,8 @@ export class RedisReactorRuntime implements ReactorRuntime {
   readonly interrupts: RedisInterruptStore;
   readonly coordination: RedisCoordinationStore;
   readonly dispatcher: BullMqJobDispatcher;
+  /** Schedules: definitions in a Redis hash, ticks from BullMQ job schedulers. */
+  readonly schedules: ScheduleBackend;
   /** The module's BullMQ queues: the default one and the named ones (for Bull Board, metrics). */
   readonly queues: ReactorQueues;
   /** The key builder of the storage and lock manager. */
@@ -112,6 +116,14 @@ export class RedisReactorRuntime implements ReactorRuntime {
       jobOptions: reactorJobOptions(queue.opts.defaultJobOptions),
     });
     queue.on('error', (error: Error) => this.connectionLog.report('BullMQ queue', error));
+    this.schedules = {
+      store: new RedisScheduleStore(this.redis, this.keys),
+      ticker: new BullMqScheduleTicker({
+        queueOptions: () => ({ ...queue.opts, ...bullMqQueueOptions(options, SCHEDULE_QUEUE_NAME) }),
+        lockDurationMs: Math.min(30_000, Math.max(1_000, options.leaseTtlMs)),
+        onError: (error) => this.connectionLog.report('BullMQ queue', error),
+      }),
+    };
     logger.log(
       messages.redisRuntimeStarted(options.prefix, REACTOR_QUEUE_NAME, bullMqPrefix(options.prefix), options.workers),
     );

@@ -65,10 +65,16 @@ export class WorkerProcess {
 
   /**
    * Start a worker on `prefix` and wait until it is consuming (it prints `ready`).
-   * `env` adds the misbehaviour switches and module options (see worker-app.ts).
+   * `env` adds the misbehaviour switches and module options (see worker-app.ts); `app` is another
+   * worker script (a path from the repository's root).
    */
-  static async start(name: string, prefix: string, env: Record<string, string> = {}): Promise<WorkerProcess> {
-    const child = spawn(process.execPath, ['-r', 'ts-node/register/transpile-only', WORKER_APP], {
+  static async start(
+    name: string,
+    prefix: string,
+    env: Record<string, string> = {},
+    app: string = WORKER_APP,
+  ): Promise<WorkerProcess> {
+    const child = spawn(process.execPath, ['-r', 'ts-node/register/transpile-only', app], {
       cwd: ROOT,
       env: {
         ...process.env,

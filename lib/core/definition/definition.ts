@@ -15,6 +15,7 @@ import type { InputDefinition } from './input-spec';
 import type { StepClass, StepContext, StepHandler } from './step';
 import type { MapResults } from '../results/map-results';
 import type { RetryPolicy } from './retry-policy';
+import type { ReactorScheduleOption } from './schedule-spec';
 
 /**
  * The handler spec of each step kind, by kind. `name` is stable (it goes into the definition
@@ -152,6 +153,8 @@ export interface ReactorOptions {
    * BullMQ, jobs with no priority are taken before prioritized ones. @default none
    */
   priority?: number;
+  /** Start a run on a cron pattern or an interval (see {@link ReactorScheduleOption}). */
+  schedule?: ReactorScheduleOption;
 }
 
 /**

@@ -7,3 +7,5 @@ export type { AsyncUnitView, RunView } from './run-view';
 export type { RunRetryOptions, UndoOptions } from './run-control';
 export type { ContinueOptions, ContinueResult } from './resumes';
 export type { DrainOptions, DrainResult } from './executions';
+export { Schedules, scheduledRunId } from './schedules';
+export type { ScheduleOptions, ScheduleTriggerResult, ScheduleView, SchedulesParts } from './schedules';

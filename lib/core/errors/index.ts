@@ -12,5 +12,6 @@ export * from './invalid-argument.error';
 export * from './interrupt.error';
 export * from './coordination.error';
 export * from './step-aborted.error';
+export * from './schedule.error';
 export * from './closest-names';
 export { errorText, sentence, sentences } from './sentence';

@@ -40,7 +40,8 @@ export type ReactorErrorCode =
   | 'SEMAPHORE_LOST'
   | 'INTERNAL'
   | 'STEP_ABORTED'
-  | 'INVALID_ARGUMENT';
+  | 'INVALID_ARGUMENT'
+  | 'SCHEDULE_NOT_FOUND';
 
 /** The JSON form of an error, as stored with a run and shown by `ReactorClient.get`. */
 export interface SerializedError {

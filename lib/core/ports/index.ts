@@ -7,3 +7,4 @@ export * from './map-store.port';
 export * from './input-cipher.port';
 export * from './interrupt-store.port';
 export * from './coordination-store.port';
+export * from './schedule.port';

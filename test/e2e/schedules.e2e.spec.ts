@@ -1,0 +1,156 @@
+/**
+ * Schedules (issue 23) on Redis + BullMQ: ticks come from BullMQ job schedulers on queue
+ * `nest-reactor.schedules`; each starts one run, `<schedule id>@<due ms>`; pause removes the job
+ * scheduler and keeps the definition (in Redis), resume upserts it again; a tick job delivered
+ * twice starts one run; after downtime (no worker) one late tick runs and the missed ones are not
+ * made up. The embedded runtime's side is test/core/schedules.spec.ts.
+ */
+import 'reflect-metadata';
+import type { TestingModule } from '@nestjs/testing';
+import type { ReactorBuilder } from '../../lib/core/definition/builder';
+import type { ReactorBlueprint } from '../../lib/core/definition/reactor-blueprint';
+import { success } from '../../lib/core/results/step-outcome';
+import { scheduledRunId } from '../../lib/core/engine/schedules';
+import { REACTOR_RUNTIME } from '../../lib/config/reactor.constants';
+import type { RedisReactorRuntime } from '../../lib/runtime/redis.runtime';
+import type { BullMqScheduleTicker } from '../../lib/queue/bullmq-scheduler';
+import { SCHEDULE_TICK_JOB } from '../../lib/queue/bullmq-scheduler';
+import { ReactorClient } from '../../lib/nest/reactor.client';
+import { Reactor } from '../../lib/nest/reactor.decorator';
+import { createRedisApp, pollUntil, useRedisPrefixes } from './e2e.fixtures';
+
+const WAIT_MS = 20_000;
+
+@Reactor('sche2e-tick')
+class TickReactor implements ReactorBlueprint<{ tenant: string }> {
+  build(r: ReactorBuilder<{ tenant: string }>) {
+    const tenant = r.input('tenant', { type: 'string' });
+    return r.step('work', ({ tenant: t }: { tenant: string }) => success(`done ${t}`), { tenant });
+  }
+}
+
+@Reactor('sche2e-declared', { schedule: { cron: '0 3 * * *', tz: 'America/New_York', input: { tenant: 'all' } } })
+class DeclaredReactor implements ReactorBlueprint<{ tenant: string }> {
+  build(r: ReactorBuilder<{ tenant: string }>) {
+    const tenant = r.input('tenant', { type: 'string' });
+    return r.step('work', ({ tenant: t }: { tenant: string }) => success(t), { tenant });
+  }
+}
+
+const PROVIDERS = [TickReactor, DeclaredReactor];
+const { prefix } = useRedisPrefixes();
+
+/** The due times of the runs of schedule `id`, sorted (from their run ids). */
+async function ticksOf(client: ReactorClient, id: string): Promise<number[]> {
+  const { runs } = await client.list({ reactor: 'sche2e-tick', limit: 1000 });
+  const head = `${encodeURIComponent(id)}@`;
+  return runs
+    .filter((run) => run.runId.startsWith(head))
+    .map((run) => Number(run.runId.slice(head.length)))
+    .sort((a, b) => a - b);
+}
+
+describe('schedules on the Redis runtime', () => {
+  let app: TestingModule;
+  let client: ReactorClient;
+  let ticker: BullMqScheduleTicker;
+
+  beforeAll(async () => {
+    ({ app, client } = await createRedisApp(prefix('sch'), {}, { providers: PROVIDERS }));
+    ticker = app.get<RedisReactorRuntime>(REACTOR_RUNTIME).schedules.ticker as BullMqScheduleTicker;
+  });
+  afterAll(async () => {
+    await app?.close();
+  });
+
+  it('a declared schedule is a BullMQ job scheduler with its cron and time zone, listed with its next tick', async () => {
+    const [view] = (await client.schedules.list()).filter((s) => s.id === 'sche2e-declared');
+    expect(view).toMatchObject({ reactor: 'sche2e-declared', declared: true, tz: 'America/New_York' });
+    const schedulers = await ticker.queue.getJobSchedulers();
+    const scheduler = schedulers.find((s) => s.key === 'sche2e-declared');
+    expect(scheduler).toMatchObject({ pattern: '0 3 * * *', tz: 'America/New_York', next: view.nextTickAt });
+    // 03:00 in New York, the next one: 07:00 or 08:00 UTC.
+    expect([7, 8]).toContain(new Date(view.nextTickAt!).getUTCHours());
+  });
+
+  it('an everyMs schedule starts one run per tick; pause removes its job scheduler and keeps it, resume upserts it again', async () => {
+    await client.schedules.upsert({ id: 'acme:ping', reactor: TickReactor, everyMs: 200, input: { tenant: 'acme' } });
+    await pollUntil(async () => (await ticksOf(client, 'acme:ping')).length >= 3, WAIT_MS);
+    const ticks = await ticksOf(client, 'acme:ping');
+    // Due times on the interval's grid, each started once.
+    for (let i = 1; i < ticks.length; i++) expect((ticks[i] - ticks[0]) % 200).toBe(0);
+    expect(new Set(ticks).size).toBe(ticks.length);
+    const firstRun = scheduledRunId('acme:ping', ticks[0]);
+    expect(await client.wait(firstRun, { timeoutMs: WAIT_MS })).toMatchObject({
+      status: 'completed',
+      value: 'done acme',
+    });
+    expect(await client.schedules.get('acme:ping')).toMatchObject({
+      everyMs: 200,
+      paused: false,
+      nextTickAt: expect.any(Number),
+      lastRun: { runId: expect.stringMatching(/^acme%3Aping@\d+$/) },
+    });
+
+    const paused = await client.schedules.pause('acme:ping');
+    expect(paused).toMatchObject({ paused: true });
+    expect(paused.nextTickAt).toBeUndefined();
+    expect((await ticker.queue.getJobSchedulers()).map((s) => s.key)).not.toContain('acme:ping');
+    const pending = await ticker.queue.getJobs(['delayed', 'wait']);
+    expect(pending.filter((job) => job.id?.startsWith('repeat:acme:ping:'))).toEqual([]);
+
+    const resumed = await client.schedules.resume('acme:ping');
+    expect(resumed.nextTickAt).toEqual(expect.any(Number));
+    expect((await ticker.queue.getJobSchedulers()).map((s) => s.key)).toContain('acme:ping');
+    const count = (await ticksOf(client, 'acme:ping')).length;
+    await pollUntil(async () => (await ticksOf(client, 'acme:ping')).length > count, WAIT_MS);
+    expect(await client.schedules.remove('acme:ping')).toBe(true);
+    expect((await ticker.queue.getJobSchedulers()).map((s) => s.key)).not.toContain('acme:ping');
+  });
+
+  it('a tick job delivered twice (two jobs for one due time) starts one run', async () => {
+    await client.schedules.upsert({ id: 'dup', reactor: 'sche2e-tick', cron: '0 0 1 1 *', input: { tenant: 'dup' } });
+    const at = Date.UTC(2030, 0, 1);
+    const jobs = await Promise.all(
+      // Jobs of one due time (BullMQ refuses a custom id with `:`, so the due time is their timestamp).
+      ['a', 'b'].map(() => ticker.queue.add(SCHEDULE_TICK_JOB, { scheduleId: 'dup' }, { timestamp: at })),
+    );
+    // Handled: completed (and removed, as the module's jobs are).
+    const done = (state: string) => state === 'completed' || state === 'unknown';
+    await pollUntil(async () => (await Promise.all(jobs.map((job) => job.getState()))).every(done), WAIT_MS);
+    expect(await ticksOf(client, 'dup')).toEqual([at]);
+    expect(await client.wait(scheduledRunId('dup', at), { timeoutMs: WAIT_MS })).toMatchObject({ status: 'completed' });
+    await client.schedules.remove('dup');
+  });
+});
+
+describe('schedules on the Redis runtime after downtime', () => {
+  it('the tick due while no worker ran is handled once when one comes back; the ticks missed meanwhile are not made up', async () => {
+    const p = prefix('schdown');
+    // A producer (no workers) upserts: the first tick (due at once) waits in the queue.
+    const producer = await createRedisApp(p, { workers: false }, { providers: PROVIDERS });
+    let worker: Awaited<ReturnType<typeof createRedisApp>> | undefined;
+    try {
+      const view = await producer.client.schedules.upsert({
+        id: 'down',
+        reactor: 'sche2e-tick',
+        everyMs: 200,
+        input: { tenant: 'down' },
+      });
+      const firstDue = view.nextTickAt!;
+      // Downtime: five intervals pass with no worker.
+      await pollUntil(() => Date.now() >= firstDue + 1_000, WAIT_MS);
+      const restartAt = Date.now();
+      worker = await createRedisApp(p, {}, { providers: PROVIDERS });
+      await pollUntil(async () => (await ticksOf(worker!.client, 'down')).length >= 3, WAIT_MS);
+      const ticks = await ticksOf(worker.client, 'down');
+      // One late tick (the one that was due), then ticks due after the restart only.
+      expect(ticks[0]).toBe(firstDue);
+      expect(ticks.filter((at) => at < restartAt)).toEqual([firstDue]);
+      await worker.client.schedules.remove('down');
+    } finally {
+      await worker?.app.close();
+      await producer.app.close();
+    }
+  });
+});
