@@ -124,6 +124,8 @@ export type { RunView, RunOptions, RunRetryOptions, UndoOptions, ListQuery, RunL
 export type { ContinueOptions, ContinueResult, ResumeClaim, InterruptRecord, AsyncUnitView } from './core';
 /** Durable sleep: `r.sleep(name, { ms } | { until })`, its value, and where a run sleeps (`RunView.sleeping`). */
 export type { SleepOptions, SleepResult, SleepingStep } from './core';
+/** Events: `client.emit(name, payload, { id })`, `@Reactor(name, { on })` and `r.interrupt(name, { event, match })`. */
+export type { EmitOptions, EmitResult, ReactorEventTrigger, EventWaitingRun } from './core';
 /**
  * Schedules: `client.schedules.upsert({ id, reactor, cron | everyMs, tz, input, overlap })`, `list`,
  * `pause`, `resume`, `remove`, `trigger`, and `@Reactor(name, { schedule })`.

@@ -28,6 +28,7 @@ export * from './results/run-outcome';
 export * from './results/step-outcome';
 export * from './results/step-signal';
 export * from './definition/interrupt-spec';
+export * from './definition/event-spec';
 export { AsyncUnitFailedError } from './steps/async.step';
 export type { SleepOptions, SleepResult } from './definition/sleep-spec';
 export type { SleepingStep } from './steps/sleep.step';

@@ -25,6 +25,9 @@ import {
   checkStepPath,
   checkText,
   InvalidArgumentError,
+  eventNameProblem,
+  type EmitOptions,
+  type EmitResult,
 } from '../core';
 import { ReactorSweeper, type SweepResult } from '../sweepers/reactor.sweeper';
 import { ReactorRegistry } from './reactor.registry';
@@ -228,6 +231,28 @@ export class ReactorClient {
     checkText('continueByCorrelationId', 'correlationId', correlationId);
     const checked = checkContinueOptions('continueByCorrelationId', options);
     return this.engine.continueByCorrelationId(name, step, correlationId, payload, checked);
+  }
+
+  /**
+   * Emit event `name` with `payload`: start every reactor declared
+   * `@Reactor(r, { on: { event: name, input?, match? } })` (in the background, like {@link start};
+   * an invalid input gives a failed run), and answer every interrupt declared
+   * `r.interrupt(step, { event: name, match })` that waits for it (the payload validated like a
+   * {@link continue}'s). With `{ id }`, emitting the same event again (a retry, another producer,
+   * concurrently) starts no run twice and answers no interrupt twice. Resolves to what it did:
+   * `{ started: [{ reactor, runId }], answered: [{ runId, step }], mailed, rejected }`.
+   *
+   * ```ts
+   * await client.emit('order.paid', { orderId, amountCents }, { id: webhook.eventId });
+   * ```
+   */
+  async emit(name: string, payload: unknown, options?: EmitOptions): Promise<EmitResult> {
+    this.assertExplored('emit');
+    const problem = eventNameProblem(name);
+    if (problem) throw new InvalidArgumentError('emit', 'name', `an event name that ${problem}`, name);
+    const checked = checkOptions('emit', options);
+    if (checked.id !== undefined) checkText('emit', 'options.id', checked.id, 256);
+    return this.engine.emit(name, payload, checked);
   }
 
   /**

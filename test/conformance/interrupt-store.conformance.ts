@@ -494,5 +494,25 @@ export function describeInterruptStoreConformance(name: string, factory: Interru
         ).resolves.toEqual({ ok: true, early: payload('yes') });
       });
     });
+
+    describe('the index of runs waiting for an event', () => {
+      const sorted = async (event: string) =>
+        (await interrupts.eventWatchers!(event)).map((w) => `${w.runId}|${w.path}`).sort();
+
+      it('lists each run and path once, per event name, until it is unlisted', async () => {
+        const [r1, r2] = [newRunId(), newRunId()];
+        await interrupts.watchEvent!('order.paid', r1, 'approve');
+        await interrupts.watchEvent!('order.paid', r1, 'approve');
+        await interrupts.watchEvent!('order.paid', r1, 'child.pay');
+        await interrupts.watchEvent!('order.paid', r2, 'approve');
+        await interrupts.watchEvent!('order.{shipped}', r2, 'approve');
+        expect(await sorted('order.paid')).toEqual([`${r1}|approve`, `${r1}|child.pay`, `${r2}|approve`].sort());
+        expect(await sorted('order.{shipped}')).toEqual([`${r2}|approve`]);
+        await interrupts.unwatchEvent!('order.paid', r1, 'approve');
+        await interrupts.unwatchEvent!('order.paid', r1, 'approve');
+        expect(await sorted('order.paid')).toEqual([`${r1}|child.pay`, `${r2}|approve`].sort());
+        expect(await sorted('nobody')).toEqual([]);
+      });
+    });
   });
 }

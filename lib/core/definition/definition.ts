@@ -8,6 +8,7 @@ import type {
   StepCoordinationSpec,
 } from './coordination-spec';
 import type { InterruptSpec } from './interrupt-spec';
+import type { ReactorEventTrigger } from './event-spec';
 import type { ReactorMiddleware } from '../middleware/events';
 import type { StepContract } from './contract-spec';
 import type { ArgSource } from './ref';
@@ -153,6 +154,12 @@ export interface ReactorOptions {
    * BullMQ, jobs with no priority are taken before prioritized ones. @default none
    */
   priority?: number;
+  /**
+   * Start a run on each event of this name (`client.emit(event, payload, { id })`): its inputs are
+   * `input(payload)` (default: the payload), and `match(payload)` may refuse an event. An event
+   * `id` starts at most one run of the reactor (its idempotency key is derived from it).
+   */
+  on?: ReactorEventTrigger;
   /** Start a run on a cron pattern or an interval (see {@link ReactorScheduleOption}). */
   schedule?: ReactorScheduleOption;
 }
@@ -195,6 +202,8 @@ export interface ReactorDefinition<I = unknown, O = unknown> {
   readonly coordination?: CoordinationSpec;
   /** The queue, worker concurrency and priority of the reactor's jobs, when it declares any (not part of {@link hash}). */
   readonly routing?: ReactorRouting;
+  /** The event that starts runs of the reactor (see {@link ReactorOptions.on}; not part of {@link hash}). */
+  readonly trigger?: ReactorEventTrigger;
   /** Stable hash of the definition's shape; stored with each run. */
   readonly hash: string;
   /** @internal phantom types. */

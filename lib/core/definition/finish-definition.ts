@@ -12,6 +12,7 @@ import type {
   ReactorRouting,
   StepDefinition,
 } from './definition';
+import { toEventTrigger } from './event-spec';
 import { toStepContract, type InputContract, type OutputContract, type StepContract } from './contract-spec';
 import type { InputDefinition } from './input-spec';
 import { Ref, describeSource, type ArgSource } from './ref';
@@ -138,6 +139,8 @@ export function finishDefinition<I, O>(
 
   const coordination = toCoordinationSpec(options);
   if (typeof coordination === 'string') fail(coordination);
+  const trigger = options.on === undefined ? undefined : toEventTrigger(options.on);
+  if (typeof trigger === 'string') fail(trigger);
 
   const inputs = [...inputDefs.values()];
   const hash = definitionHash(reactorName, inputs, steps, returns, options.background);
@@ -155,6 +158,7 @@ export function finishDefinition<I, O>(
     encryptInputs: options.encryptInputs === true,
     ...(coordination ? { coordination } : {}),
     ...routingOf(options),
+    ...(trigger ? { trigger } : {}),
     hash,
   });
 }

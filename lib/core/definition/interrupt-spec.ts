@@ -1,5 +1,6 @@
 import type { StepOutcome } from '../results/step-outcome';
 import { toStepContract, type OutputContract, type StepContract } from './contract-spec';
+import { eventNameProblem, type EventWaitingRun } from './event-spec';
 import type { ArgRefs, Ref } from './ref';
 import type { StepContext } from './step';
 
@@ -52,6 +53,20 @@ export interface InterruptOptions<P = unknown, A = Record<string, never>> {
    * against `payload`), a failure rolls the run back, a halt halts it.
    */
   onTimeout?: (run: InterruptContext<A>) => StepOutcome<P> | Promise<StepOutcome<P>>;
+  /**
+   * Answer this interrupt with events too: `client.emit(event, payload)` answers it with the
+   * event's payload (validated like a `continue`'s), at most once per run (first answer wins).
+   */
+  event?: string;
+  /**
+   * Which run an event answers. With `correlationId`: `match(payload)` returns the correlation id
+   * the event is for (`false`, `null` or `undefined`: none), and an event that comes before its
+   * run reaches the interrupt waits in that id's mailbox. Without: `match(payload, run)` is asked
+   * for each run waiting at the interrupt when the event comes (an index of them per event name)
+   * and returns whether the event answers it; an event no run waits for answers nothing.
+   * Required with `correlationId`. @default without `correlationId`: every waiting run
+   */
+  match?(payload: P, run?: EventWaitingRun): boolean | string | null | undefined;
 }
 
 /** An interrupt as the definition holds it. */
@@ -63,6 +78,9 @@ export interface InterruptSpec {
   readonly timeoutMs?: number;
   readonly timeoutStrategy: 'active' | 'lazy';
   readonly onTimeout?: (run: InterruptContext) => StepOutcome<unknown> | Promise<StepOutcome<unknown>>;
+  /** The event that answers it (see {@link InterruptOptions.event}). */
+  readonly event?: string;
+  readonly match?: (payload: unknown, run?: EventWaitingRun) => boolean | string | null | undefined;
 }
 
 const KNOWN = [
@@ -74,6 +92,8 @@ const KNOWN = [
   'timeoutMs',
   'timeoutStrategy',
   'onTimeout',
+  'event',
+  'match',
 ];
 
 /** Normalize `r.interrupt` options; returns an error message for a bad one (the caller prefixes reactor and step). */
@@ -106,7 +126,20 @@ export function toInterruptSpec(options: InterruptOptions<unknown, unknown>): In
   if (correlationId !== undefined && typeof correlationId !== 'function') {
     return 'correlationId must be a function of the run (ctx) => string';
   }
+  const { event, match } = options;
+  if (event !== undefined) {
+    const problem = eventNameProblem(event);
+    if (problem) return `event ${problem}`;
+  }
+  if (match !== undefined && typeof match !== 'function')
+    return 'match must be a function (payload, run) => boolean | correlation id';
+  if (match !== undefined && event === undefined) return 'match needs event';
+  if (event !== undefined && correlationId !== undefined && match === undefined) {
+    return 'an event with correlationId needs match: (payload) => the correlation id the event is for';
+  }
   return Object.freeze({
+    ...(event !== undefined ? { event } : {}),
+    ...(match !== undefined ? { match: match as InterruptSpec['match'] } : {}),
     payload,
     correlationId: correlationId as InterruptSpec['correlationId'],
     maxAttempts: max === Infinity ? 0 : max,

@@ -6,6 +6,7 @@ export type { RecoveryOptions } from './recovery';
 export type { AsyncUnitView, RunView } from './run-view';
 export type { RunRetryOptions, UndoOptions } from './run-control';
 export type { ContinueOptions, ContinueResult } from './resumes';
+export type { EmitOptions, EmitResult } from './events';
 export type { DrainOptions, DrainResult } from './executions';
 export { Schedules, scheduledRunId } from './schedules';
 export type { ScheduleOptions, ScheduleTriggerResult, ScheduleView, SchedulesParts } from './schedules';

@@ -18,6 +18,7 @@ import { LeaseKeeper } from './lease-keeper';
 import { MapJobs } from './map-jobs';
 import { Recovery, type RecoveryOptions } from './recovery';
 import { Resumes, type ContinueOptions, type ContinueResult } from './resumes';
+import { Events, type EmitOptions, type EmitResult } from './events';
 import { Coordination } from './coordination';
 import { toRateWindows, type RateLimits } from '../definition/coordination-spec';
 import type { RateWindow } from '../ports/coordination-store.port';
@@ -48,6 +49,7 @@ export class ReactorEngine {
   private readonly waiters: Waiters;
   private readonly storage: ReactorStorage;
   private readonly resumes: Resumes;
+  private readonly events: Events;
   private readonly coordination: Coordination;
   private readonly parts: EngineParts;
   private readonly executions: Executions;
@@ -111,6 +113,7 @@ export class ReactorEngine {
     executions.afterPause = (state) => this.resumes.afterPause(state);
     this.waiters.pendingResume = (state) => this.resumes.due(state);
     this.starter = new RunStarter(parts, this.registry, dispatch, leases, executions, this.waiters, options.newRunId);
+    this.events = new Events(parts, this.registry, this.starter, this.resumes);
     this.runJobs = new RunJobs(
       parts.storage,
       parts.clock,
@@ -186,7 +189,18 @@ export class ReactorEngine {
   }
 
   private checkInterrupts(def: ReactorDefinition): void {
-    if (this.parts.interrupts) return;
+    const store = this.parts.interrupts;
+    const listed = def.steps.find(
+      (s) =>
+        s.handler.kind === 'interrupt' && s.handler.interrupt.event !== undefined && !s.handler.interrupt.correlationId,
+    );
+    if (store && listed && !(store.watchEvent && store.unwatchEvent && store.eventWatchers)) {
+      throw new ConfigurationError(
+        `Reactor '${def.name}' has interrupt '${listed.name}', answered by events without a correlation id, but the engine's interrupt store keeps no index of waiting runs (watchEvent, unwatchEvent, eventWatchers).`,
+        'interrupts',
+      );
+    }
+    if (store) return;
     const step = def.steps.find((s) => s.handler.kind === 'interrupt');
     if (!step) return;
     throw new ConfigurationError(
@@ -352,6 +366,15 @@ export class ReactorEngine {
         options,
       ),
     );
+  }
+
+  /**
+   * Emit event `name`: start every reactor declared `on: { event: name }` and answer every
+   * interrupt declared `event: name` that waits for it (see {@link EmitResult}). With `id`, an
+   * event emitted again starts and answers nothing twice.
+   */
+  async emit(name: string, payload: unknown, options: EmitOptions = {}): Promise<EmitResult> {
+    return guarded('emit', () => this.events.emit(name, payload, options));
   }
 
   /**

@@ -99,6 +99,12 @@ export abstract class RunScope implements StepScope {
         return { ok: true, early: claimed.won ? bound.early : claimed.existing };
       },
       take: async (path) => (await store.claims(owner.runId, [path], 'take', this.now()))[path],
+      watch: async (event, path) => {
+        await store.watchEvent?.(event, owner.runId, path);
+      },
+      unwatch: async (event, path) => {
+        await store.unwatchEvent?.(event, owner.runId, path);
+      },
     };
   }
 

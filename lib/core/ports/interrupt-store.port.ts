@@ -101,4 +101,15 @@ export interface InterruptStore {
   ): Promise<MailReply>;
   /** The run correlation id `correlationId` of `reactor` is bound to, if any. */
   findCorrelationId(reactor: string, correlationId: string): Promise<string | undefined>;
+  /**
+   * List top-level run `runId` as waiting at interrupt `path` for events named `event` (an index
+   * per event name, in the event name's own cluster slot; idempotent). Optional: without it (and
+   * {@link unwatchEvent}, {@link eventWatchers}) the engine refuses interrupts answered by events
+   * without a correlation id.
+   */
+  watchEvent?(event: string, runId: string, path: string): Promise<void>;
+  /** Remove the entry {@link watchEvent} made (idempotent). */
+  unwatchEvent?(event: string, runId: string, path: string): Promise<void>;
+  /** Every entry of the index of `event`, in no particular order (entries may name settled interrupts). */
+  eventWatchers?(event: string): Promise<Array<{ runId: string; path: string }>>;
 }

@@ -111,6 +111,8 @@ async function reach(
     record.correlationId = id;
     if (bound.early) record.applied = bound.early;
   }
+  // Listed before it looks for an early claim: an event emitted from now on finds the run.
+  if (spec.event !== undefined && !spec.correlationId) await host.watch(spec.event, path);
   record.applied ??= await host.take(path);
   return record;
 }
@@ -124,6 +126,11 @@ async function settle(
 ): Promise<StepOutcome<unknown>> {
   const claim = record.applied!;
   delete record.applied;
+  const { event, correlationId } = step.handler.interrupt;
+  if (event !== undefined && !correlationId) {
+    // Best effort: an entry left behind is dropped by the next emit of the event that finds it settled.
+    await scope.interrupts?.unwatch(event, record.path).catch(() => undefined);
+  }
   scope.trace({ type: 'resume', step: step.name, detail: claim.kind });
   switch (claim.kind) {
     case 'payload':

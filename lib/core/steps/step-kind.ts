@@ -71,6 +71,10 @@ export interface InterruptHost {
   ): Promise<{ ok: true; early?: ResumeClaim } | { ok: false; boundTo: string }>;
   /** The claim made for interrupt `path` before the run reached it, made permanent; if any. */
   take(path: string): Promise<ResumeClaim | undefined>;
+  /** List the top-level run as waiting at interrupt `path` for events named `event`. */
+  watch(event: string, path: string): Promise<void>;
+  /** No longer list it there (the interrupt is settled). */
+  unwatch(event: string, path: string): Promise<void>;
 }
 
 /** What a kind's compensate or undo did. */

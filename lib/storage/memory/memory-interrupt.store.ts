@@ -48,6 +48,8 @@ export class MemoryInterruptStore implements InterruptStore {
   /** Correlation ids (reactor and id, as JSON) and the run each is bound to, until it expires. */
   private readonly bindings = new Map<string, { runId: string; expiresAt: number }>();
   private readonly mailboxes = new Map<string, Mailbox>();
+  /** The runs waiting at interrupts answered by each event (by event name; entries by `[runId, path]` as JSON). */
+  private readonly watchers = new Map<string, Map<string, { runId: string; path: string }>>();
 
   /**
    * @param storage the runs whose status the claims check, and whose live-run index they move.
@@ -177,11 +179,28 @@ export class MemoryInterruptStore implements InterruptStore {
     return this.boundRun(correlationName(reactor, correlationId), this.clock.now());
   }
 
+  async watchEvent(event: string, runId: string, path: string): Promise<void> {
+    let watchers = this.watchers.get(event);
+    if (!watchers) this.watchers.set(event, (watchers = new Map()));
+    watchers.set(JSON.stringify([runId, path]), { runId, path });
+  }
+
+  async unwatchEvent(event: string, runId: string, path: string): Promise<void> {
+    const watchers = this.watchers.get(event);
+    watchers?.delete(JSON.stringify([runId, path]));
+    if (watchers?.size === 0) this.watchers.delete(event);
+  }
+
+  async eventWatchers(event: string): Promise<Array<{ runId: string; path: string }>> {
+    return [...(this.watchers.get(event)?.values() ?? [])].map((w) => ({ ...w }));
+  }
+
   /** Drop every claim, binding and mailbox (tests). */
   clear(): void {
     this.runs.clear();
     this.bindings.clear();
     this.mailboxes.clear();
+    this.watchers.clear();
   }
 
   private claimsOf(root: string): RunClaims {

@@ -35,6 +35,10 @@ type Reply = Array<string | number | null>;
  * {corr:<reactor>:<id>}:mailbox
  *                          HASH   interrupt path -> claim (JSON) mailed before a run bound the id;
  *                                 one TTL, the longest of its entries'
+ * {event:<name>}:waiting   SET    `<root run id>:<interrupt path>` of each run waiting at an
+ *                                 interrupt answered by event <name> without a correlation id;
+ *                                 added as the run reaches it, removed as it settles (or by the
+ *                                 next emit that finds it settled); no TTL
  * ```
  *
  * The reactor name and the correlation id are URI-encoded, so braces in them cannot move the hash
@@ -45,8 +49,9 @@ type Reply = Array<string | number | null>;
  * One command each (`EVALSHA`; `EVAL` the first time on a connection): `claim`
  * (`interruptClaim-3.lua`: run record, resume hash and the shard's live-run index, all in the run's
  * slot), `reject` (`interruptReject-3.lua`, the same keys), `claims` (`interruptClaims-2.lua`),
- * `bindCorrelationId` (`bindCorrelationId-2.lua`), `mailResume` (`mailResume-2.lua`), and
- * `findCorrelationId` (`GET`).
+ * `bindCorrelationId` (`bindCorrelationId-2.lua`), `mailResume` (`mailResume-2.lua`),
+ * `findCorrelationId` (`GET`), `watchEvent` (`SADD`), `unwatchEvent` (`SREM`), and
+ * `eventWatchers` (`SSCAN`, one round trip per 500 entries).
  *
  * The client is the caller's: this class never closes it.
  *
@@ -182,6 +187,35 @@ export class RedisInterruptStore implements InterruptStore {
     return (await this.redis.get(this.keys.correlationKey(reactor, correlationId))) ?? undefined;
   }
 
+  /** List a run as waiting for an event: one `SADD` on the event's index. */
+  async watchEvent(event: string, runId: string, path: string): Promise<void> {
+    await this.redis.sadd(this.keys.eventWaitingKey(event), watcherMember(runId, path));
+  }
+
+  /** Unlist it: one `SREM`. */
+  async unwatchEvent(event: string, runId: string, path: string): Promise<void> {
+    await this.redis.srem(this.keys.eventWaitingKey(event), watcherMember(runId, path));
+  }
+
+  /** The event's index, read with `SSCAN` (a large one never blocks Redis in one command). */
+  async eventWatchers(event: string): Promise<Array<{ runId: string; path: string }>> {
+    const key = this.keys.eventWaitingKey(event);
+    const members = new Set<string>();
+    let cursor = '0';
+    do {
+      const [next, batch] = await this.redis.sscan(key, cursor, 'COUNT', 500);
+      for (const member of batch) members.add(member);
+      cursor = next;
+    } while (cursor !== '0');
+    const out: Array<{ runId: string; path: string }> = [];
+    for (const member of members) {
+      // The root run id holds no ':' (ID_SEPARATORS): the path is everything after the first one.
+      const colon = member.indexOf(':');
+      if (colon > 0) out.push({ runId: member.slice(0, colon), path: member.slice(colon + 1) });
+    }
+    return out;
+  }
+
   /** The keys of `interruptClaim-3` / `interruptReject-3`, all in the run's slot. */
   private runKeys(root: string): string[] {
     return [this.keys.runKey(root), this.keys.resumeKey(root), this.keys.activeIndexKeyOf(root)];
@@ -202,6 +236,11 @@ export class RedisInterruptStore implements InterruptStore {
     }
     return reply;
   }
+}
+
+/** An entry of an event's index: `<root run id>:<interrupt path>`. */
+function watcherMember(runId: string, path: string): string {
+  return `${runId}:${path}`;
 }
 
 /** A run status from a script reply, or `undefined` when the script found no run. */

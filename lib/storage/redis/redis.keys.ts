@@ -262,6 +262,15 @@ export class RedisKeys {
   }
 
   /**
+   * The runs waiting at interrupts answered by event `event` without a correlation id (SET of
+   * `<root run id>:<interrupt path>`), tagged by the event's name: `<prefix>:{event:<name>}:waiting`
+   * (URI-encoded, as in {@link correlationKey}).
+   */
+  eventWaitingKey(event: string): string {
+    return this.coordinationKey('event', encodeURIComponent(event), 'waiting');
+  }
+
+  /**
    * The run idempotency key `key` of reactor `reactorName` is bound to (STRING):
    * `<prefix>:{idem:<reactor>:<key>}`, both URI-encoded as in {@link correlationKey}.
    */
