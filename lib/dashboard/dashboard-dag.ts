@@ -1,7 +1,7 @@
 import type { ReactorDefinition, RunView, StepContract, StepDefinition, TraceEntry } from '../core';
 
 /** What kind of step a DAG node is (the reference's `type`). */
-export type DashboardStepKind = 'step' | 'compose' | 'map' | 'async' | 'interrupt';
+export type DashboardStepKind = 'step' | 'compose' | 'map' | 'async' | 'interrupt' | 'sleep';
 
 /** Where a step of a run is, as the dashboard colours it. */
 export type DashboardStepStatus =
@@ -101,6 +101,8 @@ export function describeStep(step: StepDefinition): DashboardStep {
       return { ...base, kind: 'async', reactor: h.reactorName };
     case 'interrupt':
       return { ...base, kind: 'interrupt', payload: payloadOf(h.interrupt.payload) };
+    case 'sleep':
+      return { ...base, kind: 'sleep' };
     default:
       return { ...base, kind: 'step' };
   }
@@ -170,6 +172,12 @@ export function stepStates(steps: readonly DashboardStep[], view: RunView): Dash
       view.status === 'paused' &&
       ((step.kind === 'interrupt' && name in view.interrupts) || view.children[name]?.status === 'paused')
     ) {
+      status = 'paused';
+    } else if (
+      view.sleeping !== undefined &&
+      (view.sleeping.step === name || view.sleeping.step.startsWith(`${name}.`))
+    ) {
+      // Parked at a sleep (its own, or a composed child's): waiting, no worker holds it (see RunView.sleeping).
       status = 'paused';
     } else if (rollback === 'undone') {
       status = 'undone';

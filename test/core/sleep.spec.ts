@@ -4,6 +4,7 @@ import { DefinitionError } from '../../lib/core/errors/definition.error';
 import { runLeaseKey } from '../../lib/core/model/keys';
 import { ReactorEngine } from '../../lib/core/engine/reactor-engine';
 import { success } from '../../lib/core/results/step-outcome';
+import { describeReactor, stepStates } from '../../lib/dashboard/dashboard-dag';
 import { InProcessJobDispatcher } from '../../lib/runtime/in-process-job.dispatcher';
 import { createTestEngine } from '../../lib/testing/test-engine';
 import { TestClock } from '../../lib/testing/test-clock';
@@ -61,6 +62,11 @@ describe('r.sleep (embedded runtime)', () => {
       status: 'running',
       sleeping: { step: 'wait', wakeAt: start + 250 },
     });
+
+    // The dashboard's DAG shows the sleep as a waiting step of its own kind.
+    const steps = stepStates(describeReactor(def).steps, (await engine.get(outcome.runId))!);
+    expect(steps.find((s) => s.name === 'wait')).toMatchObject({ kind: 'sleep', status: 'paused' });
+    expect(steps.find((s) => s.name === 'ship')).toMatchObject({ status: 'pending' });
 
     clock.advance(249);
     await settle();

@@ -13,10 +13,10 @@ import { runLeaseKey } from '../../lib/core/model/keys';
 import type { LockManager } from '../../lib/core/ports/lock-manager.port';
 import { success } from '../../lib/core/results/step-outcome';
 import { REACTOR_LOCKS, REACTOR_RUNTIME } from '../../lib/config/reactor.constants';
-import type { ReactorClient } from '../../lib/nest/reactor.client';
+import { ReactorClient } from '../../lib/nest/reactor.client';
 import { Reactor } from '../../lib/nest/reactor.decorator';
 import type { RedisReactorRuntime } from '../../lib/runtime/redis.runtime';
-import { createRedisApp, pollUntil, useRedisPrefixes } from './e2e.fixtures';
+import { createEmbeddedApp, createRedisApp, pollUntil, useRedisPrefixes } from './e2e.fixtures';
 
 const DAY = 24 * 60 * 60 * 1000;
 const WAIT = { timeoutMs: 15_000 };
@@ -150,5 +150,26 @@ describe('r.sleep on Redis and BullMQ (e2e)', () => {
     expect(await client.undo(outcome.runId)).toMatchObject({ status: 'cancelled', rollbackFailures: [] });
     expect(ledgerOf(outcome.runId)).toEqual(['run:reserve', 'undo:reserve']);
     expect(await locks.isHeld(runLeaseKey(outcome.runId))).toBe(false);
+  });
+});
+
+describe('r.sleep through ReactorClient on the embedded runtime (the parity side)', () => {
+  it('a sleep of milliseconds parks the run and the in-process delayed job completes it', async () => {
+    const app = await createEmbeddedApp([SleepReactor]);
+    try {
+      const client = app.get(ReactorClient);
+      const outcome = await client.run(SleepReactor, { ms: 50 });
+      expect(outcome).toMatchObject({ status: 'dispatched', sleeping: { step: 'wait' } });
+      expect(await client.get(outcome.runId)).toMatchObject({ status: 'running', sleeping: { step: 'wait' } });
+      const done = await client.wait(outcome.runId, WAIT);
+      expect(done).toMatchObject({
+        status: 'completed',
+        value: 'shipped',
+        results: { wait: { sleptUntil: expect.any(Number) } },
+      });
+      expect(ledgerOf(outcome.runId)).toEqual(['run:reserve', 'run:ship']);
+    } finally {
+      await app.close();
+    }
   });
 });

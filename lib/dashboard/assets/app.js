@@ -801,6 +801,7 @@
                 `created ${time(run.createdAt)} · updated ${time(run.updatedAt)}`,
                 run.finishedAt ? ` · took ${duration(run.finishedAt - run.createdAt)}` : '',
                 run.currentSteps.length ? ` · at ${run.currentSteps.join(', ')}` : '',
+                run.sleeping ? ` · sleeping at ${run.sleeping.step} until ${time(run.sleeping.wakeAt)}` : '',
               ),
               run.retriedFrom
                 ? h(
