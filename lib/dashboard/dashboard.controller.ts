@@ -28,6 +28,7 @@ import { ReactorClient } from '../nest';
 import { DashboardActionGuard } from './dashboard-action.guard';
 import { DASHBOARD_CSP, DashboardAssets } from './dashboard-assets';
 import type { DashboardReactor } from './dashboard-dag';
+import { dashboardSchedules, type DashboardSchedule } from './dashboard-schedules';
 import {
   DashboardService,
   RUN_STATUSES,
@@ -168,6 +169,12 @@ export class DashboardController {
   @Get('api/counts')
   counts(@Query() query: Record<string, string | undefined>): Promise<DashboardCounts> {
     return http(() => this.dashboard.counts(runQuery(query)));
+  }
+
+  /** Every schedule (`client.schedules`) with its next tick and its last run. */
+  @Get('api/schedules')
+  schedules(): Promise<{ schedules: DashboardSchedule[] }> {
+    return http(async () => dashboardSchedules(await this.client.schedules.list()));
   }
 
   /** A run in full. */

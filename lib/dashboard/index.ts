@@ -19,6 +19,7 @@ export { ReactorDashboardModule } from './reactor-dashboard.module';
 export type { ReactorDashboardOptions } from './dashboard.options';
 export { DASHBOARD_ACTION_HEADER } from './dashboard-action.guard';
 export type { DashboardActionResult } from './dashboard.controller';
+export type { DashboardSchedule } from './dashboard-schedules';
 export type {
   DashboardRunRow,
   DashboardRunList,

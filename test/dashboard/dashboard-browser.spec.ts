@@ -192,4 +192,24 @@ describe('the dashboard page in headless Chromium', () => {
     expect(elements[0]).toMatch(/#1.*failed.*cannot load 'bad-x'/);
     expect(elements[1]).toMatch(/#3.*failed.*cannot load 'bad-y'/);
   }, 30_000);
+
+  it('lists the schedules above the runs, with their next tick and last run', async () => {
+    await client.schedules.upsert({
+      id: 'nightly:browser',
+      reactor: 'dash-checkout',
+      cron: '0 2 * * *',
+      input: { orderId: 'b-sched', card: CARD },
+    });
+    const started = await client.schedules.trigger('nightly:browser');
+    const runId = (started as { runId: string }).runId;
+    await client.wait(runId, { timeoutMs: 10_000 });
+    await page.goto(base, { waitUntil: 'domcontentloaded' });
+    const row = 'section.schedules tr[data-schedule="nightly:browser"]';
+    await page.waitForSelector(`${row} a[href="#/runs/${encodeURIComponent(runId)}"]`);
+    const text = await page.$eval(row, (tr) => tr.textContent);
+    expect(text).toContain('0 2 * * *');
+    expect(text).toContain('completed');
+    expect(text).not.toContain(CARD);
+    await client.schedules.remove('nightly:browser');
+  }, 30_000);
 });

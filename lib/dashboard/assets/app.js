@@ -141,7 +141,9 @@
       });
     const body = h('tbody', { id: 'runs' });
     const more = h('button', { class: 'more', hidden: true }, 'Load more');
+    const schedules = h('section', { class: 'schedules', id: 'schedules', hidden: true });
     view.replaceChildren(
+      schedules,
       h(
         'section',
         { class: 'filters' },
@@ -192,7 +194,7 @@
     });
     let shown = '';
     return poll(route, async () => {
-      const [page] = await Promise.all([get('runs', filters), refreshCounts(filters)]);
+      const [page] = await Promise.all([get('runs', filters), refreshCounts(filters), refreshSchedules(schedules)]);
       if (extra.length === 0) cursor = page.cursor;
       more.hidden = !cursor;
       showError(undefined);
@@ -205,6 +207,70 @@
       more.hidden = !cursor;
       showError(undefined);
     });
+  }
+  // Schedules (`api/schedules`): each with its timing, next tick and last run, above the runs.
+  async function refreshSchedules(section) {
+    const { schedules } = await get('schedules');
+    section.hidden = schedules.length === 0;
+    const timing = (sc) => (sc.cron ? `${sc.cron}${sc.tz ? ` (${sc.tz})` : ''}` : `every ${sc.everyMs} ms`);
+    const last = (sc) =>
+      sc.lastRun
+        ? h(
+            'span',
+            {},
+            h('a', { href: `#/runs/${encodeURIComponent(sc.lastRun.runId)}`, class: 'mono' }, short(sc.lastRun.runId)),
+            ' ',
+            sc.lastRun.status ? badge(sc.lastRun.status) : h('span', { class: 'muted' }, 'gone'),
+          )
+        : h('span', { class: 'muted' }, 'none yet');
+    section.replaceChildren(
+      h('h2', {}, 'Schedules'),
+      h(
+        'table',
+        { class: 'runs' },
+        h(
+          'thead',
+          {},
+          h(
+            'tr',
+            {},
+            ['Schedule', 'Reactor', 'When', 'Next tick', 'Last run', 'Last tick'].map((t) => h('th', {}, t)),
+          ),
+        ),
+        h(
+          'tbody',
+          {},
+          schedules.map((sc) =>
+            h(
+              'tr',
+              { 'data-schedule': sc.id },
+              h('td', { class: 'mono' }, sc.id, sc.declared ? h('span', { class: 'muted' }, ' declared') : ''),
+              h('td', {}, sc.reactor),
+              h(
+                'td',
+                { class: 'mono' },
+                timing(sc),
+                sc.overlap === 'allow' ? h('span', { class: 'muted' }, ' overlap') : '',
+              ),
+              h(
+                'td',
+                {},
+                sc.paused ? h('span', { class: 'muted' }, 'paused') : sc.nextTickAt ? time(sc.nextTickAt) : '',
+              ),
+              h('td', {}, last(sc)),
+              h(
+                'td',
+                {},
+                sc.lastTick ? time(sc.lastTick.at) : '',
+                sc.lastTick && sc.lastTick.skipped
+                  ? h('span', { class: 'muted' }, ` skipped (${sc.lastTick.skipped})`)
+                  : '',
+              ),
+            ),
+          ),
+        ),
+      ),
+    );
   }
   function toLocalInput(ms) {
     const d = new Date(ms - new Date(ms).getTimezoneOffset() * 60000);
