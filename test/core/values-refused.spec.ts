@@ -238,6 +238,15 @@ describe('a step returning a value JSON would change fails, naming reactor, step
     ['a boxed number', () => ({ n: new Number(2) }), '.n: a boxed Number'],
     ['a named array property', () => Object.assign([1], { total: 1 }), '.total: a named property of an array'],
     ['a sparse array near 2^32', () => sparse(2 ** 32 - 2), '[0]: a hole'],
+    [
+      'a throwing getter',
+      () => ({
+        get total(): number {
+          throw new Error('lazy total');
+        },
+      }),
+      '.total: reading it threw: lazy total',
+    ],
   ])('%s, in the caller and in a worker', async (_, bad, where) => {
     for (const background of [false, true]) {
       const { engine, dispatcher } = createHarness();

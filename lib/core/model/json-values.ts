@@ -199,28 +199,39 @@ function isPlainObject(value: object): boolean {
  * holds one (the common case is a scan, not a copy: `value` itself comes back); class instances and
  * `undefined` array elements are left as they are (the latter are refused on store), and an array
  * is walked up to its first hole only (it is refused on store), so a sparse array costs its real
- * size, not its length.
+ * size, not its length. A value whose getter or proxy throws is left as it is (the store refuses
+ * it, naming where).
  */
 export function withoutUndefinedProperties<T>(value: T, depth = 0): T {
   if (typeof value === 'number') return (value === 0 ? 0 : value) as T;
   if (value === null || typeof value !== 'object' || depth > MAX_VALUE_DEPTH) return value;
-  if (Array.isArray(value)) {
-    let copy: unknown[] | undefined;
-    for (let i = 0; i < value.length; i++) {
-      const item: unknown = value[i];
-      if (item === undefined) {
-        if (i in value) continue;
-        return value;
-      }
-      if (typeof item === 'number') {
-        if (isNegativeZero(item)) (copy ??= value.slice())[i] = 0;
-        continue;
-      }
-      const kept = withoutUndefinedProperties(item, depth + 1);
-      if (kept !== item) (copy ??= value.slice())[i] = kept;
-    }
-    return (copy ?? value) as T;
+  try {
+    return Array.isArray(value) ? (arrayAsStored(value, depth) as T) : objectAsStored(value, depth);
+  } catch {
+    // A getter or proxy that throws: left as it is, for the store to refuse naming where it threw.
+    return value;
   }
+}
+
+function arrayAsStored(value: unknown[], depth: number): unknown[] {
+  let copy: unknown[] | undefined;
+  for (let i = 0; i < value.length; i++) {
+    const item: unknown = value[i];
+    if (item === undefined) {
+      if (i in value) continue;
+      return value;
+    }
+    if (typeof item === 'number') {
+      if (isNegativeZero(item)) (copy ??= value.slice())[i] = 0;
+      continue;
+    }
+    const kept = withoutUndefinedProperties(item, depth + 1);
+    if (kept !== item) (copy ??= value.slice())[i] = kept;
+  }
+  return copy ?? value;
+}
+
+function objectAsStored<T extends object>(value: T, depth: number): T {
   if (!isPlainObject(value)) return value;
   const keys = Object.keys(value);
   for (let i = 0; i < keys.length; i++) {
