@@ -12,6 +12,7 @@ import { ShippingService } from './shipping.service';
 import { AddStock, RestockImportReactor, RestockLineReactor } from './restock.reactor';
 import { CreditApprovalReactor, CreditsService, IssueCredit } from './approval.reactor';
 import { ApprovalsController } from './approvals.controller';
+import { BillingService, InvoiceReactor, ReceiptReactor, SendReceipt, SettleInvoice } from './order-paid.reactor';
 
 /** The checkout saga: its services, steps, reactor and the service that runs it (the sample's tests use them too). */
 export const CHECKOUT_PROVIDERS = [
@@ -38,6 +39,11 @@ export const CHECKOUT_PROVIDERS = [
     CreditsService,
     IssueCredit,
     CreditApprovalReactor,
+    BillingService,
+    SendReceipt,
+    SettleInvoice,
+    ReceiptReactor,
+    InvoiceReactor,
   ],
 })
 export class AppModule {}

@@ -9,6 +9,7 @@ import type { OrderDto } from './order.dto';
 import { OrdersService } from './orders.service';
 import { PaymentsService } from './payments.service';
 import { RestockImportReactor } from './restock.reactor';
+import { InvoiceReactor, type OrderPaid } from './order-paid.reactor';
 
 const order = (orderId: string, country: string): OrderDto => ({
   orderId,
@@ -104,12 +105,32 @@ async function main(): Promise<void> {
     const approvedRun = await client.wait(paused.runId);
     report(approvedRun);
 
+    banner(
+      '6. An order.paid event (a payment webhook, delivered twice): one receipt, and the invoice waiting for it settles',
+    );
+    const invoice = await client.run(InvoiceReactor, { invoiceId: 'inv-7', orderId: 'order-7' });
+    console.log(`run ${invoice.runId}: ${invoice.status.toUpperCase()} (waits for the payment of order-7)`);
+    const paid: OrderPaid = { orderId: 'order-7', amountCents: 4_200, paymentId: 'pay_77' };
+    const emitted = await client.emit('order.paid', paid, { id: 'evt_pay_77' });
+    console.log(`emit order.paid (id evt_pay_77) ->`, JSON.stringify(emitted));
+    const redelivered = await client.emit('order.paid', paid, { id: 'evt_pay_77' });
+    console.log(`emit order.paid again (same id) ->`, JSON.stringify(redelivered));
+    const receipt = await client.wait(emitted.started[0]?.runId ?? '');
+    const settled = await client.wait(invoice.runId);
+    report(settled);
+
     if (
       paused.status !== 'paused' ||
       invalid !== 400 ||
       accepted !== 200 ||
       again !== 409 ||
       approvedRun.status !== 'completed' ||
+      invoice.status !== 'paused' ||
+      emitted.started.length !== 1 ||
+      emitted.answered.length !== 1 ||
+      redelivered.started.length + redelivered.answered.length !== 0 ||
+      receipt.status !== 'completed' ||
+      settled.status !== 'completed' ||
       ok.status !== 'completed' ||
       failed.status !== 'failed' ||
       failed.failure.rollbackFailures.length > 0 ||
