@@ -13,6 +13,7 @@ import { AddStock, RestockImportReactor, RestockLineReactor } from './restock.re
 import { CreditApprovalReactor, CreditsService, IssueCredit } from './approval.reactor';
 import { ApprovalsController } from './approvals.controller';
 import { BillingService, InvoiceReactor, ReceiptReactor, SendReceipt, SettleInvoice } from './order-paid.reactor';
+import { NightlyStockReportReactor, SnapshotStock } from './nightly-report.reactor';
 
 /** The checkout saga: its services, steps, reactor and the service that runs it (the sample's tests use them too). */
 export const CHECKOUT_PROVIDERS = [
@@ -44,6 +45,8 @@ export const CHECKOUT_PROVIDERS = [
     SettleInvoice,
     ReceiptReactor,
     InvoiceReactor,
+    SnapshotStock,
+    NightlyStockReportReactor,
   ],
 })
 export class AppModule {}

@@ -10,6 +10,7 @@ import { OrdersService } from './orders.service';
 import { PaymentsService } from './payments.service';
 import { RestockImportReactor } from './restock.reactor';
 import { InvoiceReactor, type OrderPaid } from './order-paid.reactor';
+import type { StockReport } from './nightly-report.reactor';
 
 const order = (orderId: string, country: string): OrderDto => ({
   orderId,
@@ -119,6 +120,27 @@ async function main(): Promise<void> {
     const settled = await client.wait(invoice.runId);
     report(settled);
 
+    banner('7. A nightly stock report (@Reactor schedule: 02:00 Paris time) and a schedule per tenant from code');
+    const [nightly] = (await client.schedules.list()).filter((s) => s.id === 'nightly-stock-report');
+    console.log(
+      `schedule ${nightly.id}: '${nightly.cron}' in ${nightly.tz}, next tick ${new Date(nightly.nextTickAt ?? 0).toISOString()}`,
+    );
+    const now = await client.schedules.trigger('nightly-stock-report');
+    const reportRun = now.status === 'started' ? await client.wait<StockReport>(now.runId) : undefined;
+    console.log(`trigger now -> run ${now.status === 'started' ? now.runId : now.reason}:`, reportRun?.status);
+    const tenant = await client.schedules.upsert({
+      id: 'stock-report:acme',
+      reactor: 'nightly-stock-report',
+      cron: '30 6 * * 1',
+      tz: 'America/New_York',
+      input: { warehouse: 'acme-nyc', lowAt: 5 },
+    });
+    console.log(`schedule ${tenant.id}: next tick ${new Date(tenant.nextTickAt ?? 0).toISOString()}`);
+    const pausedSchedule = await client.schedules.pause('stock-report:acme');
+    console.log(
+      `paused ${pausedSchedule.id}: paused=${pausedSchedule.paused}, next tick ${pausedSchedule.nextTickAt ?? 'none'}`,
+    );
+
     if (
       paused.status !== 'paused' ||
       invalid !== 400 ||
@@ -131,6 +153,8 @@ async function main(): Promise<void> {
       redelivered.started.length + redelivered.answered.length !== 0 ||
       receipt.status !== 'completed' ||
       settled.status !== 'completed' ||
+      reportRun?.status !== 'completed' ||
+      !pausedSchedule.paused ||
       ok.status !== 'completed' ||
       failed.status !== 'failed' ||
       failed.failure.rollbackFailures.length > 0 ||
