@@ -68,7 +68,16 @@ class PaymentReactor implements ReactorBlueprint<{ orderId: string }> {
   }
 }
 
-const PROVIDERS = [FulfilReactor, ApprovalReactor, PaymentReactor];
+/** Composes `evt-approval`: its interrupt is `review.approve` in the parent's run. */
+@Reactor('evt-parent')
+class ParentReactor implements ReactorBlueprint<{ orderId: string }> {
+  build(r: ReactorBuilder<{ orderId: string }>) {
+    const orderId = r.input('orderId', { type: 'string' });
+    return r.compose('review', ApprovalReactor, { orderId });
+  }
+}
+
+const PROVIDERS = [FulfilReactor, ApprovalReactor, PaymentReactor, ParentReactor];
 
 const { prefix } = useRedisPrefixes();
 
@@ -152,6 +161,17 @@ describe.each([
       answered: [],
     });
     expect(await listed('evt.approval.decided')).not.toContain(`${runB.runId}:approve`);
+  });
+
+  it("an interrupt inside a composed child is listed and answered by its path, matched on the child's inputs", async () => {
+    const id = orderId('c');
+    const run = await client.run(ParentReactor, { orderId: id });
+    expect(run.status).toBe('paused');
+    expect(await listed('evt.approval.decided')).toContain(`${run.runId}:review.approve`);
+    const emitted = await client.emit('evt.approval.decided', { orderId: id, approved: true, by: 'dee' });
+    expect(emitted.answered).toEqual([{ runId: run.runId, step: 'review.approve' }]);
+    expect(await client.wait(run.runId, WAIT)).toMatchObject({ status: 'completed', value: 'true:dee' });
+    expect(await listed('evt.approval.decided')).not.toContain(`${run.runId}:review.approve`);
   });
 
   it('an invalid payload is refused and counted as an attempt; a valid one then answers the run', async () => {
