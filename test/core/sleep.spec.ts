@@ -32,8 +32,8 @@ function coolOff(log: string[], sleep: (r: ReactorBuilder<{ at?: string | number
   });
 }
 
-function sleeper(clock = new TestClock()) {
-  const test = createTestEngine({ clock });
+function sleeper(clock = new TestClock(), options: { interruptRetentionMs?: number } = {}) {
+  const test = createTestEngine({ clock, ...options });
   return { ...test, clock, settle: () => settle(test.dispatcher) };
 }
 
@@ -107,6 +107,41 @@ describe('r.sleep (embedded runtime)', () => {
       status: 'completed',
       results: { wait: { sleptUntil: start + 3 * DAY } },
     });
+  });
+
+  it('a sleep longer than half the record retention parks in hops that write the run again; the wake-up time stays', async () => {
+    const log: string[] = [];
+    const HOUR = 60 * 60 * 1000;
+    const clock = new TestClock();
+    const test = createTestEngine({ clock, interruptRetentionMs: 10 * HOUR });
+    const { engine, storage } = test;
+    const def = coolOff(log, (r) => r.sleep('wait', { ms: DAY, waitFor: ['reserve'] }));
+    engine.register(def);
+    const start = clock.now();
+    const { runId } = await engine.run(def, {});
+    expect((await storage.load(runId))?.retryAt).toEqual({ wait: start + 5 * HOUR });
+
+    clock.advance(5 * HOUR);
+    await settle(test.dispatcher);
+    const hopped = await storage.load(runId);
+    expect(hopped).toMatchObject({
+      status: 'running',
+      updatedAt: start + 5 * HOUR,
+      retryAt: { wait: start + 10 * HOUR },
+    });
+    expect(await engine.get(runId)).toMatchObject({ sleeping: { step: 'wait', wakeAt: start + DAY } });
+    expect(log).toEqual(['run:reserve']);
+
+    for (let hour = 5; hour < 24; hour += 5) {
+      clock.advance(Math.min(5, 24 - hour) * HOUR);
+      await settle(test.dispatcher);
+    }
+    expect(await engine.get(runId)).toMatchObject({
+      status: 'completed',
+      results: { wait: { sleptUntil: start + DAY } },
+    });
+    expect(clock.now()).toBe(start + DAY);
+    expect(log).toEqual(['run:reserve', 'run:ship']);
   });
 
   it('sleeps until an input: an ISO 8601 string or epoch milliseconds; a time already past wakes at once', async () => {
@@ -242,7 +277,8 @@ describe('r.sleep (embedded runtime)', () => {
   it('a lost wake-up job: the sweeper leaves the run alone until it is due, then wakes it', async () => {
     const log: string[] = [];
     const clock = new TestClock();
-    const first = sleeper(clock);
+    // Retention of 30 days: the week is one hop (hops are tested above).
+    const first = sleeper(clock, { interruptRetentionMs: 30 * DAY });
     const def = coolOff(log, (r) => r.sleep('wait', { ms: 7 * DAY, waitFor: ['reserve'] }));
     first.engine.register(def);
     const { runId } = await first.engine.run(def, {});
@@ -260,6 +296,7 @@ describe('r.sleep (embedded runtime)', () => {
       dispatcher,
       clock,
       leaseTtlMs: 30_000,
+      interruptRetentionMs: 30 * DAY,
     });
     engine.register(def);
     dispatcher.setHandler((job) => engine.handleJob(job));

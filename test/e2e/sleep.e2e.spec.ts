@@ -70,7 +70,8 @@ describe('r.sleep on Redis and BullMQ (e2e)', () => {
   beforeAll(async () => {
     ({ app, client } = await createRedisApp(
       redisPrefix('e2e-sleep'),
-      { sweeper: { enabled: false }, clock },
+      // Records kept a week: a 3-day sleep is one hop (a longer one parks in hops of half that).
+      { sweeper: { enabled: false }, clock, contextTtlMs: 7 * DAY },
       { providers: [SleepReactor] },
     ));
     locks = app.get<LockManager>(REACTOR_LOCKS);

@@ -66,6 +66,11 @@ export abstract class RunScope implements StepScope {
     return this.env.inAsyncUnit === true;
   }
 
+  /** How long the storage keeps the run's record after its last write (see {@link StepScope.recordRetentionMs}). */
+  get recordRetentionMs(): number | undefined {
+    return this.env.interruptRetentionMs;
+  }
+
   /** The map store, when this process can fan out (it needs a dispatcher too). */
   get maps(): MapStore | undefined {
     return this.env.dispatch ? this.env.maps : undefined;

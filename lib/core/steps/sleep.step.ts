@@ -6,26 +6,34 @@
  * durable: the run index sorts the run at that time, so a sweep looks at it only once it is due
  * (and recovers it if the job was lost), and a resume delivered early is delayed again. Re-entered
  * when due, the step completes with `{ sleptUntil }`. Nothing to undo or compensate.
+ *
+ * A sleep longer than half the record's retention (`contextTtlMs`) parks in hops: the due time is
+ * at most half the retention away, and the run re-entered then parks again (one save, one job),
+ * so its record never expires while it sleeps. The wake-up time itself is kept in the `pause`
+ * trace entry (its time plus `delayMs`).
  */
 import '../definition/sleep-spec';
 import type { HandlerSpecs, ReactorDefinition } from '../definition/definition';
 import { durationProblem, wakeTimeOf, type SleepResult } from '../definition/sleep-spec';
 import { InputValidationError } from '../errors/input-validation.error';
 import { ReactorError } from '../errors/reactor.error';
-import type { RunState } from '../model/run-state';
+import type { RunState, TraceEntry } from '../model/run-state';
 import { Failure, Success } from '../results/step-outcome';
 import { Suspended } from '../results/suspension';
 import type { StepKind } from './step-kind';
 
 type SleepSpecOf = HandlerSpecs['sleep'];
 
+/** The record retention assumed when the engine does not say (the storages' default `contextTtlMs`). */
+const DEFAULT_RETENTION_MS = 24 * 60 * 60 * 1000;
+
 /** The kind of `sleep` steps. */
 export const sleepStep: StepKind<SleepSpecOf> = {
   async invoke(scope, step, args) {
     const state = scope.state;
     const now = scope.now();
-    let wakeAt = state.retryAt?.[step.name];
-    if (wakeAt === undefined) {
+    let wakeAt: number;
+    if (state.retryAt?.[step.name] === undefined) {
       if (scope.inElement) {
         // A map element's run is never parked on its own: its sleep would hold the element's worker.
         return new Failure(
@@ -52,12 +60,24 @@ export const sleepStep: StepKind<SleepSpecOf> = {
       }
       wakeAt = Math.ceil(at);
       if (wakeAt <= now) return new Success<SleepResult>({ sleptUntil: wakeAt });
-      state.retryAt = { ...state.retryAt, [step.name]: wakeAt };
-      scope.trace({ type: 'pause', step: step.name, detail: `sleeping until ${new Date(wakeAt).toISOString()}` });
+      // The wake-up time is recorded in the trace entry (its time plus `delayMs`), for good.
+      const entry: Omit<TraceEntry, 'at'> = {
+        type: 'pause',
+        step: step.name,
+        detail: `sleeping until ${new Date(wakeAt).toISOString()}`,
+      };
+      scope.trace(entry);
+      entry.delayMs = wakeAt - (entry as TraceEntry).at;
+    } else {
+      wakeAt = recordedWakeAt(state, step.name) ?? state.retryAt[step.name];
     }
-    // Woken early (a resume of the run for another reason): the step waits again for its time.
-    if (wakeAt > now) return new Suspended('map', wakeAt - now);
-    return new Success<SleepResult>({ sleptUntil: wakeAt });
+    if (wakeAt <= now) return new Success<SleepResult>({ sleptUntil: wakeAt });
+    // Parked at most half the record's retention at a time: each hop writes the run again, so a
+    // sleep longer than the retention (`contextTtlMs`) never outlives its record.
+    const hopMs = Math.max(1_000, Math.floor((scope.recordRetentionMs ?? DEFAULT_RETENTION_MS) / 2));
+    const next = Math.min(wakeAt, now + hopMs);
+    state.retryAt = { ...state.retryAt, [step.name]: next };
+    return new Suspended('map', next - now);
   },
 
   adopting(scope, step) {
@@ -98,10 +118,19 @@ export function sleepingStep(
   if (state.status !== 'running' || name === undefined || depth > 32) return undefined;
   const step = definitionOf(state.reactorName)?.stepsByName.get(name);
   if (step?.handler.kind === 'sleep') {
-    const wakeAt = state.retryAt?.[name];
-    return wakeAt === undefined ? undefined : { step: name, wakeAt };
+    const due = state.retryAt?.[name];
+    return due === undefined ? undefined : { step: name, wakeAt: recordedWakeAt(state, name) ?? due };
   }
   const child = step?.handler.kind === 'compose' ? state.children[name] : undefined;
   const inner = child ? sleepingStep(child, definitionOf, depth + 1) : undefined;
   return inner ? { step: `${name}.${inner.step}`, wakeAt: inner.wakeAt } : undefined;
+}
+
+/** The wake-up time sleep `step` recorded when the run reached it (its latest `pause` trace entry). */
+function recordedWakeAt(state: RunState, step: string): number | undefined {
+  for (let i = state.trace.length - 1; i >= 0; i--) {
+    const entry = state.trace[i];
+    if (entry.step === step && entry.type === 'pause' && entry.delayMs !== undefined) return entry.at + entry.delayMs;
+  }
+  return undefined;
 }

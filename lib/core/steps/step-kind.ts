@@ -31,6 +31,11 @@ export interface StepScope extends MapHost {
   readonly interrupts?: InterruptHost;
   /** Set when this execution is an async unit's run. */
   readonly inAsyncUnit: boolean;
+  /**
+   * How long the storage keeps a run's record after its last write (`contextTtlMs`), when known: a
+   * step that parks the run longer must write it again within that time (a long sleep does).
+   */
+  readonly recordRetentionMs?: number;
   /** Storing, queueing and reading async units' runs, when the engine can dispatch jobs. */
   readonly units?: AsyncUnitHost;
   /** Take a composed child's own coordination, held by the top-level run (see `ExecutionEnv.coordinate`). */
