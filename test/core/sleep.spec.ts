@@ -188,20 +188,20 @@ describe('r.sleep (embedded runtime)', () => {
       'bad-until',
     );
     engine.register(def);
-    for (const at of ['next tuesday', '2026-13-45T00:00:00Z']) {
+    for (const at of ['next tuesday', '2026-13-45T00:00:00Z', '2026-12-24T08:00:00']) {
       const outcome = await engine.run(def, { at });
       expect(outcome).toMatchObject({
         status: 'failed',
         failure: {
           code: 'INPUT_VALIDATION',
           stepName: 'wait',
-          errorMessage: expect.stringContaining(
-            `Reactor 'bad-until' sleep 'wait': until must be an ISO 8601 date string`,
+          errorMessage: expect.stringMatching(
+            /^Reactor 'bad-until' sleep 'wait': until must (be an ISO 8601 date string|give its time zone)/,
           ),
         },
       });
     }
-    expect(log).toEqual(['run:reserve', 'undo:reserve', 'run:reserve', 'undo:reserve']);
+    expect(log).toEqual([...Array(3)].flatMap(() => ['run:reserve', 'undo:reserve']));
   });
 
   it('a duration from a ref that is not a number fails naming the field', async () => {

@@ -78,8 +78,11 @@ export function durationProblem(ms: unknown): string | undefined {
   return undefined;
 }
 
-/** ISO 8601: a date, optionally a time with an optional zone (`2026-12-24`, `2026-12-24T08:00:00.000Z`). */
-const ISO_8601 = /^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?$/;
+/**
+ * ISO 8601: a date (midnight UTC), or a date and time with its zone (`2026-12-24`,
+ * `2026-12-24T08:00:00.000Z`, `2026-12-24T09:00:00+01:00`).
+ */
+const ISO_8601 = /^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?$/;
 
 /** The epoch milliseconds of a sleep's `until` value, or the problem with it. */
 export function wakeTimeOf(until: unknown): number | string {
@@ -87,7 +90,13 @@ export function wakeTimeOf(until: unknown): number | string {
     return Number.isFinite(until) ? until : `until must be a finite number of epoch milliseconds (got ${until})`;
   }
   if (typeof until === 'string') {
-    const at = ISO_8601.test(until.trim()) ? Date.parse(until.trim()) : NaN;
+    const text = until.trim();
+    const match = ISO_8601.exec(text);
+    // A time without a zone would mean the local time of whichever process read it first.
+    if (match && text.length > 10 && match[1] === undefined) {
+      return `until must give its time zone ('Z' or an offset like +01:00) (got ${describe(until)})`;
+    }
+    const at = match ? Date.parse(text.replace(' ', 'T')) : NaN;
     return Number.isFinite(at) ? at : `until must be an ISO 8601 date string (got ${describe(until)})`;
   }
   if (until instanceof Date && Number.isFinite(until.getTime())) return until.getTime();
