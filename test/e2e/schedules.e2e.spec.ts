@@ -37,7 +37,15 @@ class DeclaredReactor implements ReactorBlueprint<{ tenant: string }> {
   }
 }
 
-const PROVIDERS = [TickReactor, DeclaredReactor];
+/** Waits at an interrupt: a live run until the test answers it. */
+@Reactor('sche2e-wait')
+class WaitReactor implements ReactorBlueprint<Record<string, never>> {
+  build(r: ReactorBuilder<Record<string, never>>) {
+    return r.interrupt('go');
+  }
+}
+
+const PROVIDERS = [TickReactor, DeclaredReactor, WaitReactor];
 const { prefix } = useRedisPrefixes();
 
 /** The due times of the runs of schedule `id`, sorted (from their run ids). */
@@ -121,6 +129,30 @@ describe('schedules on the Redis runtime', () => {
     expect(await ticksOf(client, 'dup')).toEqual([at]);
     expect(await client.wait(scheduledRunId('dup', at), { timeoutMs: WAIT_MS })).toMatchObject({ status: 'completed' });
     await client.schedules.remove('dup');
+  });
+});
+
+describe('schedules on the Redis runtime: overlap', () => {
+  it("overlap 'skip': ticks are dropped while the last run is live, and one starts once it finished; trigger follows the rule", async () => {
+    const { app, client } = await createRedisApp(prefix('schov'), {}, { providers: PROVIDERS });
+    try {
+      await client.schedules.upsert({ id: 'ov', reactor: WaitReactor, everyMs: 200 });
+      await pollUntil(async () => (await client.schedules.get('ov'))?.lastTick?.skipped === 'overlap', WAIT_MS);
+      const { runs } = await client.list({ reactor: 'sche2e-wait', limit: 100 });
+      expect(runs).toHaveLength(1);
+      const live = runs[0].runId;
+      expect(await client.schedules.get('ov')).toMatchObject({ lastRun: { runId: live, status: 'paused' } });
+      expect(await client.schedules.trigger('ov')).toEqual({ status: 'skipped', reason: 'overlap', runId: live });
+
+      await client.continue(live, 'go', 'ok', { wait: true });
+      await pollUntil(
+        async () => (await client.list({ reactor: 'sche2e-wait', limit: 100 })).runs.length === 2,
+        WAIT_MS,
+      );
+      await client.schedules.remove('ov');
+    } finally {
+      await app.close();
+    }
   });
 });
 
