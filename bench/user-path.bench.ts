@@ -34,7 +34,8 @@ import { benchRedis, CommandCounter } from './redis-counter';
 const CONCURRENCIES = (process.env.BENCH_CONCURRENCIES ?? '1,10,50').split(',').map(Number);
 const LENGTHS = (process.env.BENCH_LENGTHS ?? '10,100').split(',').map(Number);
 /**
- * Which sides to run (`ours` alone for a CPU profile: `node --cpu-prof`); `encrypted` adds ours with
+ * Which sides to run (`ours` alone for a CPU profile: `node --cpu-prof`); `pipelined` adds ours on a
+ * connection with ioredis' `enableAutoPipelining` (passed as `redis: { connection }`); `encrypted` adds ours with
  * `encryptInputs` and an AES-GCM `inputCipher` (the cost of sealing).
  */
 const SIDES = (process.env.BENCH_SIDES ?? 'bare,chain,ours').split(',');
@@ -42,7 +43,7 @@ const SIDES = (process.env.BENCH_SIDES ?? 'bare,chain,ours').split(',');
 const STEPS_PER_SCENARIO = Number(process.env.BENCH_STEPS ?? 10_000);
 
 export interface UserPathResult {
-  side: 'ours' | 'chain' | 'bare' | 'encrypted';
+  side: 'ours' | 'chain' | 'bare' | 'encrypted' | 'pipelined';
   length: number;
   concurrency: number;
   steps: number;
@@ -320,16 +321,18 @@ async function ours(
   length: number,
   concurrency: number,
   encrypted: boolean,
+  pipelined = false,
 ): Promise<UserPathResult> {
   const runs = Math.max(1, Math.floor(STEPS_PER_SCENARIO / length));
   const ReactorClass = reactorOf(`user-path-${length}`, length, encrypted);
+  const connection = pipelined ? new Redis(url, { maxRetriesPerRequest: null, enableAutoPipelining: true }) : undefined;
   let finished = 0;
   let resolveAll!: () => void;
   const all = new Promise<void>((r) => (resolveAll = r));
   @Module({
     imports: [
       ReactorModule.forRoot({
-        redis: { url },
+        redis: connection ? { connection } : { url },
         prefix: encrypted ? `${prefix}-enc` : prefix,
         workerConcurrency: concurrency,
         inputCipher: encrypted ? createAesGcmInputCipher({ keys: { k1: randomBytes(32) }, current: 'k1' }) : undefined,
@@ -361,7 +364,8 @@ async function ours(
   const measured = await measure.end(runs * length);
   await events.close();
   await app.close();
-  return { side: encrypted ? 'encrypted' : 'ours', length, concurrency, ...measured };
+  connection?.disconnect();
+  return { side: encrypted ? 'encrypted' : pipelined ? 'pipelined' : 'ours', length, concurrency, ...measured };
 }
 
 export async function userPath(): Promise<UserPathResult[]> {
@@ -379,6 +383,8 @@ export async function userPath(): Promise<UserPathResult[]> {
         if (SIDES.includes('chain')) results.push(await chain(url, measure, prefix, length, concurrency));
         if (SIDES.includes('ours')) results.push(await ours(url, measure, prefix, length, concurrency, false));
         if (SIDES.includes('encrypted')) results.push(await ours(url, measure, prefix, length, concurrency, true));
+        if (SIDES.includes('pipelined'))
+          results.push(await ours(url, measure, prefix, length, concurrency, false, true));
         await redis.flushdb();
       }
     }
@@ -391,6 +397,7 @@ export async function userPath(): Promise<UserPathResult[]> {
 const SIDE_NAMES = {
   ours: 'nest-reactor',
   encrypted: 'nest-reactor, encryptInputs',
+  pipelined: 'nest-reactor, ioredis auto-pipelining',
   chain: 'hand-written chain',
   bare: 'bare design (no engine)',
 } as const;

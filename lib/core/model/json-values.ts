@@ -11,9 +11,10 @@
  * {@link withoutUndefinedProperties}. Class instances are stored as their own fields (plain objects
  * after a resume); one with a `toJSON` as what that returns.
  *
- * {@link jsonProblem} is one walk, on the hot path of every step result: it allocates nothing unless
- * it finds a problem (the path is built as the walk unwinds); a plain object costs a `for…in` and an
- * array one `Object.keys`, which also bounds a sparse array's cost by its real size, not its length.
+ * {@link jsonProblem} is one walk, on the hot path of every step result: for objects and primitives
+ * it allocates nothing unless it finds a problem (the path is built as the walk unwinds); a plain
+ * object costs a `for…in` and an array one `Object.keys` (its one allocation, which also bounds a
+ * sparse array's cost by its real size, not its length).
  */
 
 /** How deep a stored value may nest; deeper values (and cycles) are refused. */
