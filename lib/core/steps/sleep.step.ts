@@ -32,8 +32,9 @@ export const sleepStep: StepKind<SleepSpecOf> = {
   async invoke(scope, step, args) {
     const state = scope.state;
     const now = scope.now();
-    let wakeAt: number;
-    if (state.retryAt?.[step.name] === undefined) {
+    // Reached before (parked, or its run reopened by `retry`): the wake-up time it recorded then.
+    let wakeAt = recordedWakeAt(state, step.name) ?? state.retryAt?.[step.name];
+    if (wakeAt === undefined) {
       if (scope.inElement) {
         // A map element's run is never parked on its own: its sleep would hold the element's worker.
         return new Failure(
@@ -68,8 +69,6 @@ export const sleepStep: StepKind<SleepSpecOf> = {
       };
       scope.trace(entry);
       entry.delayMs = wakeAt - (entry as TraceEntry).at;
-    } else {
-      wakeAt = recordedWakeAt(state, step.name) ?? state.retryAt[step.name];
     }
     if (wakeAt <= now) return new Success<SleepResult>({ sleptUntil: wakeAt });
     // Parked at most half the record's retention at a time: each hop writes the run again, so a
