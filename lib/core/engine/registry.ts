@@ -22,6 +22,8 @@ export class DefinitionRegistry {
   register(def: ReactorDefinition): void {
     const byVersion = this.versions.get(def.name) ?? new Map<string, ReactorDefinition>();
     const existing = byVersion.get(def.version);
+    // This very definition again (a run of a definition object registers it): nothing changes.
+    if (existing === def) return;
     if (existing && existing.hash !== def.hash) {
       throw new DefinitionError(
         `Reactor '${def.name}' is registered twice with different definitions. Reactor names must be unique ` +
@@ -127,7 +129,10 @@ export class DefinitionRegistry {
   }
 }
 
+/** Compares as `localeCompare(b, 'en', { numeric: true })`, made once (that call makes a collator each time). */
+const VERSION_ORDER = new Intl.Collator('en', { numeric: true });
+
 /** Order versions as people read them: '2' before '10', '1.9' before '1.10'. */
 export function compareVersions(a: string, b: string): number {
-  return a.localeCompare(b, 'en', { numeric: true });
+  return VERSION_ORDER.compare(a, b);
 }
