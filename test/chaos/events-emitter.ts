@@ -27,10 +27,12 @@ function required(name: string): string {
 async function main(): Promise<void> {
   const prefix = required('CHAOS_PREFIX');
   const events = Number(required('EVENTS'));
+  // `{ url }`, or in the cluster run a Cluster connection of ours, which the module never closes.
+  const redis = reactorRedisOption();
   @Module({
     imports: [
       ReactorModule.forRoot({
-        redis: reactorRedisOption().redis,
+        redis: redis.redis,
         prefix,
         workers: false,
         sweeper: { enabled: false },
@@ -62,6 +64,7 @@ async function main(): Promise<void> {
   const rejected = results.reduce((n, r) => n + r.rejected.length, 0);
   process.stdout.write(`result ${JSON.stringify({ started, rejected })}\n`);
   await app.close();
+  await redis.close();
 }
 
 main().catch((error: unknown) => {
