@@ -28,8 +28,26 @@ import {
 describe('validateReactors', () => {
   it('passes on the sample application and reports what it checked', async () => {
     await expect(validateReactors(SampleAppModule)).resolves.toEqual({
-      reactors: ['checkout', 'credit-approval', 'restock-import', 'restock-line'],
-      steps: ['add-stock', 'charge-payment', 'create-shipment', 'issue-credit', 'reserve-inventory', 'screen-fraud'],
+      reactors: [
+        'checkout',
+        'credit-approval',
+        'invoice',
+        'nightly-stock-report',
+        'receipt',
+        'restock-import',
+        'restock-line',
+      ],
+      steps: [
+        'add-stock',
+        'charge-payment',
+        'create-shipment',
+        'issue-credit',
+        'reserve-inventory',
+        'screen-fraud',
+        'send-receipt',
+        'settle-invoice',
+        'snapshot-stock',
+      ],
       optionsChecked: true,
     });
   });
