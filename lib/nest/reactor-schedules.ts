@@ -115,14 +115,20 @@ export class ReactorSchedules {
   }
 
   /**
-   * At application bootstrap (after the workers): make the declared schedules what the code says,
-   * then hand ticks to this process when it runs workers. @internal
+   * At application bootstrap (before the workers start): make the declared schedules what the code
+   * says, then hand ticks to this process when it runs workers. A declaration it cannot apply fails
+   * the bootstrap, with the ticker stopped. @internal
    */
   async start(handleTicks: boolean): Promise<void> {
     const schedules = this.schedules;
     const backend = this.runtime.schedules;
     if (!schedules || !backend) return;
-    await schedules.syncDeclared(this.declared());
+    try {
+      await schedules.syncDeclared(this.declared());
+    } catch (error) {
+      await backend.ticker.stop().catch(() => undefined);
+      throw error;
+    }
     if (handleTicks) await backend.ticker.start((tick) => schedules.tick(tick));
   }
 

@@ -63,9 +63,16 @@ export class ReactorLifecycle implements OnApplicationBootstrap, BeforeApplicati
 
   async onApplicationBootstrap(): Promise<void> {
     await this.runtime.ready?.();
+    try {
+      // Declared schedules match the code, before any worker runs; ticks are handled where jobs are
+      // (embedded: always).
+      await this.schedules?.start(this.runtime.kind === 'embedded' || this.options.workers);
+    } catch (error) {
+      // The bootstrap fails: let go of what the runtime opened (no shutdown hook runs after it).
+      await this.runtime.close().catch(() => undefined);
+      throw error;
+    }
     await this.runtime.startWorkers((job) => this.engine.handleJob(job));
-    // Declared schedules match the code; ticks are handled where jobs are (embedded: always).
-    await this.schedules?.start(this.runtime.kind === 'embedded' || this.options.workers);
     this.scheduler?.schedule();
   }
 

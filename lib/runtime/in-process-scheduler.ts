@@ -118,11 +118,8 @@ export class InProcessScheduleTicker implements ScheduleTicker {
       void this.clock.timer(delay).then(fire);
       return;
     }
-    if (this.clock !== systemClock) {
-      // A fake clock without timers (FakeClock): its sleep moves its time.
-      void this.clock.sleep(delay).then(fire);
-      return;
-    }
+    // NOTE: a clock without timers of its own (the system clock; a FakeClock, whose sleep would
+    // move its time at once and so tick without end) waits in real time.
     let timer: NodeJS.Timeout | undefined;
     const schedule = (remaining: number): void => {
       timer = setTimeout(

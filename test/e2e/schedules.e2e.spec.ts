@@ -132,6 +132,68 @@ describe('schedules on the Redis runtime', () => {
   });
 });
 
+/** One reactor name, declared by two deploys with other schedules. */
+@Reactor('sche2e-sync', { schedule: { cron: '0 1 * * *', input: { tenant: 'v1' } } })
+class SyncV1 implements ReactorBlueprint<{ tenant: string }> {
+  build(r: ReactorBuilder<{ tenant: string }>) {
+    return r.input('tenant', { type: 'string' });
+  }
+}
+@Reactor('sche2e-sync', { schedule: { cron: '0 4 * * 1', tz: 'Asia/Tokyo', input: { tenant: 'v2' } } })
+class SyncV2 implements ReactorBlueprint<{ tenant: string }> {
+  build(r: ReactorBuilder<{ tenant: string }>) {
+    return r.input('tenant', { type: 'string' });
+  }
+}
+
+describe('declared schedules across deploys (Redis)', () => {
+  it('a boot updates a changed declaration (a paused schedule stays paused) and removes one no longer declared', async () => {
+    const p = prefix('schsync');
+    const boot = (providers: unknown[]) => createRedisApp(p, {}, { providers: providers as never });
+    const v1 = await boot([SyncV1]);
+    try {
+      expect(await v1.client.schedules.get('sche2e-sync')).toMatchObject({ cron: '0 1 * * *', paused: false });
+      await v1.client.schedules.pause('sche2e-sync');
+    } finally {
+      await v1.app.close();
+    }
+    const v2 = await boot([SyncV2]);
+    try {
+      const view = await v2.client.schedules.get('sche2e-sync');
+      expect(view).toMatchObject({ cron: '0 4 * * 1', tz: 'Asia/Tokyo', input: { tenant: 'v2' }, paused: true });
+      const schedulers = await (
+        v2.app.get<RedisReactorRuntime>(REACTOR_RUNTIME).schedules.ticker as BullMqScheduleTicker
+      ).queue.getJobSchedulers();
+      expect(schedulers.map((sc) => sc.key)).not.toContain('sche2e-sync');
+      await v2.client.schedules.resume('sche2e-sync');
+    } finally {
+      await v2.app.close();
+    }
+    const v3 = await boot([TickReactor]);
+    try {
+      expect(await v3.client.schedules.get('sche2e-sync')).toBeUndefined();
+      const schedulers = await (
+        v3.app.get<RedisReactorRuntime>(REACTOR_RUNTIME).schedules.ticker as BullMqScheduleTicker
+      ).queue.getJobSchedulers();
+      expect(schedulers.map((sc) => sc.key)).not.toContain('sche2e-sync');
+
+      // A schedule upserted in code under a name a reactor then declares: that boot fails, saying so.
+      await v3.client.schedules.upsert({
+        id: 'sche2e-sync',
+        reactor: TickReactor,
+        cron: '0 0 1 1 *',
+        input: { tenant: 'x' },
+      });
+    } finally {
+      await v3.app.close();
+    }
+    await expect(boot([SyncV1])).rejects.toMatchObject({
+      code: 'CONFIGURATION_INVALID',
+      message: expect.stringContaining("client.schedules.remove('sche2e-sync')"),
+    });
+  });
+});
+
 describe('schedules on the Redis runtime: overlap', () => {
   it("overlap 'skip': ticks are dropped while the last run is live, and one starts once it finished; trigger follows the rule", async () => {
     const { app, client } = await createRedisApp(prefix('schov'), {}, { providers: PROVIDERS });
