@@ -118,12 +118,45 @@ export class BullMqScheduleTicker implements ScheduleTicker {
   /** Close the worker (ticks in hand finish) and the queue. Idempotent. */
   stop(): Promise<void> {
     this.stopping ??= (async () => {
-      const closing: Array<Promise<unknown>> = [];
-      if (this.worker) closing.push(this.worker.close().catch((error: unknown) => this.options.onError(error)));
-      await Promise.all(closing);
-      if (this.queueInstance) await this.queueInstance.close().catch((error: unknown) => this.options.onError(error));
+      const worker = this.worker;
+      if (worker) {
+        // Closing connections mid-handshake (an app closed right after boot) leaves ioredis errors
+        // and timers behind: let the handshake finish first (briefly), as the run workers do.
+        await settles(worker.waitUntilReady());
+        await worker.close().catch((error: unknown) => this.options.onError(error));
+        await stopStrayStalledCheck(worker);
+      }
+      const queue = this.queueInstance;
+      if (queue) {
+        await settles(queue.waitUntilReady());
+        await queue.close().catch((error: unknown) => this.options.onError(error));
+      }
     })();
     return this.stopping;
+  }
+}
+
+/** Wait for `promise` (its rejection ignored), at most 1 s. */
+async function settles(promise: Promise<unknown>): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([
+    promise.catch(() => undefined),
+    new Promise<void>((resolve) => (timer = setTimeout(resolve, 1_000))),
+  ]);
+  clearTimeout(timer);
+}
+
+/**
+ * NOTE: the BullMQ 5 race `RunProcessor` works around too: a worker closed while its stalled-jobs
+ * check is in flight arms the check's next timer after `close()`, which keeps the process alive.
+ * Stop it again until the checker has exited (two private fields; nothing when they are gone).
+ */
+async function stopStrayStalledCheck(worker: Worker): Promise<void> {
+  const internals = worker as unknown as { stalledCheckerRunning?: boolean; stalledCheckStopper?: () => void };
+  const deadline = Date.now() + 2_000;
+  while (internals.stalledCheckerRunning === true && Date.now() < deadline) {
+    internals.stalledCheckStopper?.();
+    await new Promise<void>((resolve) => setTimeout(resolve, 5).unref());
   }
 }
 

@@ -236,7 +236,10 @@ export class Schedules {
       }
       wanted.set(reactor, checked);
     }
-    const [records, armed] = await Promise.all([this.store.list(), this.ticker.nextTicks()]);
+    const records = await this.store.list();
+    // Nothing declared, now or before: the ticker is not asked (on Redis it would open its queue).
+    if (wanted.size === 0 && !records.some((record) => record.definition.declared)) return;
+    const armed = await this.ticker.nextTicks();
     const byId = new Map(records.map((record) => [record.definition.id, record]));
     for (const [id, options] of wanted) {
       const existing = byId.get(id);
