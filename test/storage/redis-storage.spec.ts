@@ -10,6 +10,7 @@ import {
   resolveScriptsDir,
   SCRIPT_FILES,
 } from '../../lib/storage/redis';
+import { MAX_RUNS_PER_COMMIT } from '../../lib/storage/redis/checkpoint-batcher';
 import { StorageErrorCode, storageError } from '../../lib/storage/storage-error-codes';
 import { waitFor } from '../conformance/adapter-harness';
 import { makeRunState, newRunId, T0 } from '../conformance/run-state.factory';
@@ -302,6 +303,21 @@ describe('round trips (counted with MONITOR)', () => {
       await expect(storage.load(states[i].runId)).resolves.toMatchObject({ updatedAt: T0 + 1 });
     // The refused run's record is as its last write left it.
     await expect(storage.load(states[2].runId)).resolves.toMatchObject({ updatedAt: states[2].updatedAt });
+  });
+
+  it('group commit: a turn with more runs than one call carries sends full calls at once, then the rest', async () => {
+    const { client, storage, locks } = fresh();
+    const states = Array.from({ length: 2 * MAX_RUNS_PER_COMMIT + 3 }, () => makeRunState());
+    const leases = await Promise.all(states.map((s) => locks.acquire(`run:${s.runId}`, 30_000)));
+    const sent = await commandsOf(client, async () => {
+      const written = await Promise.all(
+        states.map((s, i) => storage.save(s, { lease: leases[i]!, leaseTtlMs: 30_000 })),
+      );
+      expect(written.every((w) => w)).toBe(true);
+    });
+    // Each call carries whole runs: its blocks are its arguments after the TTL and the count.
+    expect(sent.map((c) => Number(c[3 + Number(c[2]) + 1]))).toEqual([MAX_RUNS_PER_COMMIT, MAX_RUNS_PER_COMMIT, 3]);
+    for (const s of states) await expect(storage.load(s.runId)).resolves.toEqual(s);
   });
 
   it('a trace entry and the run value refer to a stored result instead of copying it, and read back whole', async () => {
