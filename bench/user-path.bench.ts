@@ -41,6 +41,14 @@ const LENGTHS = (process.env.BENCH_LENGTHS ?? '10,100').split(',').map(Number);
 const SIDES = (process.env.BENCH_SIDES ?? 'bare,chain,ours').split(',');
 /** Steps per scenario (runs = STEPS_PER_SCENARIO / length). */
 const STEPS_PER_SCENARIO = Number(process.env.BENCH_STEPS ?? 10_000);
+/**
+ * Steps of the unmeasured warm-up of each side (10-step runs at worker concurrency 10) before the
+ * measured scenarios, so that no side is measured while its code is still being compiled
+ * (`BENCH_WARMUP_STEPS=0` skips it).
+ */
+const WARMUP_STEPS = Number(process.env.BENCH_WARMUP_STEPS ?? 5_000);
+/** Steps of the scenario being run (the warm-up's, then {@link STEPS_PER_SCENARIO}). */
+let scenarioSteps = STEPS_PER_SCENARIO;
 
 export interface UserPathResult {
   side: 'ours' | 'chain' | 'bare' | 'encrypted' | 'pipelined';
@@ -138,7 +146,7 @@ async function chain(
   length: number,
   concurrency: number,
 ): Promise<UserPathResult> {
-  const runs = Math.max(1, Math.floor(STEPS_PER_SCENARIO / length));
+  const runs = Math.max(1, Math.floor(scenarioSteps / length));
   const connection = { url };
   const queueName = `chain-${length}-${concurrency}`;
   const queue = new Queue(queueName, { connection, prefix });
@@ -226,7 +234,7 @@ async function bare(
   length: number,
   concurrency: number,
 ): Promise<UserPathResult> {
-  const runs = Math.max(1, Math.floor(STEPS_PER_SCENARIO / length));
+  const runs = Math.max(1, Math.floor(scenarioSteps / length));
   const connection = { url };
   const queueName = `bare-${length}-${concurrency}`;
   const queue = new Queue(queueName, { connection, prefix });
@@ -323,7 +331,7 @@ async function ours(
   encrypted: boolean,
   pipelined = false,
 ): Promise<UserPathResult> {
-  const runs = Math.max(1, Math.floor(STEPS_PER_SCENARIO / length));
+  const runs = Math.max(1, Math.floor(scenarioSteps / length));
   const ReactorClass = reactorOf(`user-path-${length}`, length, encrypted);
   const connection = pipelined ? new Redis(url, { maxRetriesPerRequest: null, enableAutoPipelining: true }) : undefined;
   let finished = 0;
@@ -377,6 +385,14 @@ export async function userPath(): Promise<UserPathResult[]> {
   const prefix = 'reactor';
   const results: UserPathResult[] = [];
   try {
+    if (WARMUP_STEPS > 0) {
+      scenarioSteps = WARMUP_STEPS;
+      if (SIDES.includes('bare')) await bare(url, measure, prefix, 10, 10);
+      if (SIDES.includes('chain')) await chain(url, measure, prefix, 10, 10);
+      if (SIDES.some((side) => side !== 'bare' && side !== 'chain')) await ours(url, measure, prefix, 10, 10, false);
+      await redis.flushdb();
+      scenarioSteps = STEPS_PER_SCENARIO;
+    }
     for (const length of LENGTHS) {
       for (const concurrency of CONCURRENCIES) {
         if (SIDES.includes('bare')) results.push(await bare(url, measure, prefix, length, concurrency));
