@@ -319,6 +319,28 @@ export function describeStorageConformance(name: string, factory: AdapterFactory
       }
       const newRun = () => makeRunState({ results: {}, completed: [], undoStack: [], attempts: {}, trace: [] });
 
+      it('stores a value once: a trace argument or the run value that is a stored result refers to it', async () => {
+        const state = newRun();
+        await h.storage.save(state, { createOnly: true });
+        const reserved = { reservation: 'r-1', note: 'n'.repeat(200) };
+        completeStep(state, 'reserve', reserved);
+        await h.storage.save(state);
+        state.trace.push({
+          type: 'run',
+          step: 'charge',
+          at: state.updatedAt,
+          attempt: 1,
+          arguments: { reserved, cents: 5 },
+        });
+        state.status = 'completed';
+        state.value = reserved;
+        await h.storage.save(state);
+        const raw = await h.readRaw(state.runId);
+        const holding = Object.entries(raw).filter(([, value]) => value.includes('nnnnnnnn'));
+        expect(holding.map(([field]) => field)).toEqual(['r:reserve']);
+        await expect(h.storage.load(state.runId)).resolves.toEqual(state);
+      });
+
       it('a run checkpointed after each of 300 steps loads as it was at every point, read mid-way by others', async () => {
         const state = newRun();
         await h.storage.save(state, { createOnly: true });
@@ -703,6 +725,17 @@ export function describeStorageConformance(name: string, factory: AdapterFactory
         expect(fieldsHolding(raw)).toEqual([]);
         expect(raw['u:1']).toMatch(/^~/);
         await expect(e.storage.load(state.runId)).resolves.toEqual(loaded);
+      });
+
+      it('seals a trace entry that shows an input in clear (an input not also redacted)', async () => {
+        const e = await harnessWith({ inputCipher: testCipher });
+        const state = secretRun();
+        state.trace.push({ type: 'run', step: 'charge', at: state.updatedAt, attempt: 1, arguments: { card: SECRET } });
+        await e.storage.save(state);
+        const raw = await e.readRaw(state.runId);
+        expect(fieldsHolding(raw)).toEqual([]);
+        expect(raw[`t:${state.trace.length - 1}`]).toMatch(/^~/);
+        await expect(e.storage.load(state.runId)).resolves.toEqual(state);
       });
 
       it('seals the progress only while a rollback keeps arguments in it (it is written every checkpoint)', async () => {
