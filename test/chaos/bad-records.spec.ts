@@ -76,6 +76,11 @@ describe('chaos: bad records (Redis, BullMQ, child process)', () => {
       timeoutMs: 5_000,
       what: 'the unknown reactor job handed back',
     });
+    // A job completes just after its run's final save: wait for the last ones to leave `active`.
+    await waitFor(async () => (await runtime.dispatcher.queue.getJobCounts('active')).active === 0, {
+      timeoutMs: 5_000,
+      what: 'every job of a bad run completed',
+    });
     expect(await runtime.dispatcher.queue.getJobCounts('failed', 'waiting', 'active')).toMatchObject({
       failed: 0,
       waiting: 0,
