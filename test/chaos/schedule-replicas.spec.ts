@@ -53,7 +53,9 @@ describe('chaos: a schedule on 3 replicas, one SIGKILLed mid-tick (Redis, BullMQ
     );
     producer = app.app;
     const client: ReactorClient = app.client;
-    await client.schedules.upsert({ id: 'every-200', reactor: ScheduledTickReactor, everyMs: 200 });
+    // Overlap allowed: a tick due while the previous tick's run is live (the killed worker's, until it is
+    // recovered) starts its own run too, so every tick received has exactly one run to find.
+    await client.schedules.upsert({ id: 'every-200', reactor: ScheduledTickReactor, everyMs: 200, overlap: 'allow' });
 
     expect(await workerA.exited).toMatchObject({ signal: 'SIGKILL' });
     expect(workerA.output).toMatch(/crashing mid-tick at \d+/);
@@ -72,12 +74,21 @@ describe('chaos: a schedule on 3 replicas, one SIGKILLed mid-tick (Redis, BullMQ
     expect(ticks).toContain(crashedAt);
     const expected = ticks.map((at) => scheduledRunId('every-200', at));
     // Every tick's run finishes (a run the killed worker held is recovered by the sweeper).
+    let unfinished: string[] = [];
     await waitFor(
       async () => {
         const views = await Promise.all(expected.map((runId) => client.get(runId)));
-        return views.every((view) => view?.status === 'completed');
+        unfinished = views.flatMap((view, i) =>
+          view?.status === 'completed' ? [] : [`${expected[i]}: ${view?.status ?? 'missing'}`],
+        );
+        return unfinished.length === 0;
       },
-      { timeoutMs: 60_000, intervalMs: 200, what: 'every tick run completed' },
+      {
+        timeoutMs: 60_000,
+        intervalMs: 200,
+        what: () =>
+          `every tick run completed (not: ${unfinished.join(', ')}; workers:\n${workers.map((w) => w.output).join('\n')})`,
+      },
     );
     // Exactly the ticks' runs exist: one per tick, none other.
     const { runs } = await client.list({ reactor: 'sched-chaos-tick', limit: 1000 });
