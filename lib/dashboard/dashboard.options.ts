@@ -25,10 +25,11 @@ export interface ReactorDashboardOptions {
    */
   countLimit?: number;
   /**
-   * The counts of one filter are read at most once per this many ms, and shared by every request
-   * in between (concurrent requests wait for the same reading); when a reading is costly they are
-   * reused for 20 times as long as it took (at most a minute). Each answer says `refreshAfterMs`,
-   * and the page asks no sooner. @default 2000
+   * The counts of one filter are read at most once per this many ms (at most 60000: counts are
+   * never reused for longer than a minute), and shared by every request in between (concurrent
+   * requests wait for the same reading); when a reading is costly they are reused for 20 times as
+   * long as it took (at most a minute). Each answer says `refreshAfterMs`, and the page asks no
+   * sooner. @default 2000
    */
   countsCacheMs?: number;
   /**
@@ -134,8 +135,8 @@ export function resolveDashboardOptions(
   if (!Number.isInteger(countLimit) || countLimit < 1)
     throw invalid('countLimit', 'an integer >= 1', options.countLimit);
   const countsCacheMs = options.countsCacheMs ?? 2000;
-  if (!Number.isInteger(countsCacheMs) || countsCacheMs < 0 || countsCacheMs > 3_600_000)
-    throw invalid('countsCacheMs', 'an integer from 0 to 3600000', options.countsCacheMs);
+  if (!Number.isInteger(countsCacheMs) || countsCacheMs < 0 || countsCacheMs > 60_000)
+    throw invalid('countsCacheMs', 'an integer from 0 to 60000', options.countsCacheMs);
   const trustProxy = options.trustProxy ?? false;
   if (typeof trustProxy !== 'boolean') throw invalid('trustProxy', 'a boolean', options.trustProxy);
   let publicOrigins: string[] = [];

@@ -2,8 +2,8 @@
  * Issue 26 on the embedded runtime with a manual clock: a run that fails in its worker without
  * executing (its lock stayed contended past `lockSnoozeMaxAttempts`) gives its ordered-lock turn
  * up at once. The clock never moves, so the poison pill never expires: the next run going on
- * proves the turn was given up. (Replays and period halts on both runtimes:
- * test/e2e/coordination-26.e2e.spec.ts.)
+ * proves the turn was given up. (Replays, period halts and this case with a poison pill of an hour,
+ * on both runtimes: test/e2e/coordination-26.e2e.spec.ts.)
  */
 import { defineReactor, type ReactorBuilder } from '../../lib/core/definition/builder';
 import { success } from '../../lib/core/results/step-outcome';

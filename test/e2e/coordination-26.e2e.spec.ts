@@ -3,11 +3,14 @@
  * BullMQ):
  * - a rate limit is charged once per run that starts: never for a caller refused on the lock,
  *   never once per snooze of a background run waiting for the lock, never for a replay by
- *   idempotency key (counted from the store's answers, and on Redis from the rate limit's
- *   counters);
- * - a run that will not take its turn on an ordered lock gives it up at once: an idempotent replay
- *   and a run halted by its period (in a worker and in the caller) leave no nonce behind, so the
- *   next run goes on now, not after the poison pill (an hour here, far past the test's timeout);
+ *   idempotency key or run id (counted from the store's answers, and on Redis from the rate
+ *   limit's counters);
+ * - a rate-limited run gives back the lock and the semaphore slot it just took, at once (in the
+ *   caller and in a worker): another run of the same key takes them straight away;
+ * - a run that will not take its turn on an ordered lock gives it up at once: a replay by
+ *   idempotency key or run id, a run halted by its period (in a worker and in the caller) and a run
+ *   failed for its lock contended past `lockSnoozeMaxAttempts` leave no nonce behind, so the next
+ *   run goes on now, not after the poison pill (an hour here, far past the test's timeout);
  * - once a cancel of a run is stored, no element of its fan-out map that has not started starts;
  *   the elements in flight finish and are undone, and the run ends cancelled.
  */
@@ -71,6 +74,33 @@ class LockedRateReactor implements ReactorBlueprint<LockedInput> {
   }
 }
 
+/** Lock, semaphore (one slot) and a rate limit of one run an hour, all on the account. */
+@Reactor('c26-tight', {
+  lock: { key: (i) => `c26-tight:${String(i.account)}`, ttlMs: 30_000 },
+  semaphore: { key: (i) => `c26-tight-slot:${String(i.account)}`, limit: 1, leaseMs: 30_000 },
+  rateLimit: { key: (i) => `c26-tight:${String(i.account)}`, limits: { hour: 1 } },
+})
+class TightReactor implements ReactorBlueprint<LockedInput> {
+  build(r: ReactorBuilder<LockedInput>) {
+    return r.step('work', ({ account }: LockedInput) => success(account), {
+      account: r.input('account', { type: 'string' }),
+    });
+  }
+}
+
+/** The same lock and semaphore, no rate limit: refused at once (`waitMs` 0) while either is held. */
+@Reactor('c26-tight-plain', {
+  lock: { key: (i) => `c26-tight:${String(i.account)}`, ttlMs: 30_000 },
+  semaphore: { key: (i) => `c26-tight-slot:${String(i.account)}`, limit: 1, leaseMs: 30_000 },
+})
+class TightPlainReactor implements ReactorBlueprint<LockedInput> {
+  build(r: ReactorBuilder<LockedInput>) {
+    return r.step('work', ({ account }: LockedInput) => success(account), {
+      account: r.input('account', { type: 'string' }),
+    });
+  }
+}
+
 type OrderedInput = { id: string; hold?: boolean };
 
 function orderedBuild(r: ReactorBuilder<OrderedInput>) {
@@ -103,6 +133,18 @@ class OrderedReactor implements ReactorBlueprint<OrderedInput> {
   period: { key: (i) => `c26-ordered-caller:${String(i.id)}`, every: 'day' },
 })
 class OrderedCallerReactor implements ReactorBlueprint<OrderedInput> {
+  build(r: ReactorBuilder<OrderedInput>) {
+    return orderedBuild(r);
+  }
+}
+
+/** An ordered lock (lenient) and a lock shared with `c26-locked-rate`, every run in a worker. */
+@Reactor('c26-ordered-locked', {
+  orderedLock: { key: () => 'c26-ledger-locked', poisonPillMs: POISON_PILL_MS, strict: false },
+  lock: { key: (i) => `c26:${String(i.id)}`, ttlMs: 30_000 },
+  background: { all: true },
+})
+class OrderedLockedReactor implements ReactorBlueprint<OrderedInput> {
   build(r: ReactorBuilder<OrderedInput>) {
     return orderedBuild(r);
   }
@@ -144,7 +186,16 @@ class MapOwnerReactor implements ReactorBlueprint<{ tag: string; items: number[]
   }
 }
 
-const PROVIDERS = [LockedRateReactor, OrderedReactor, OrderedCallerReactor, MapElementReactor, MapOwnerReactor];
+const PROVIDERS = [
+  LockedRateReactor,
+  TightReactor,
+  TightPlainReactor,
+  OrderedReactor,
+  OrderedCallerReactor,
+  OrderedLockedReactor,
+  MapElementReactor,
+  MapOwnerReactor,
+];
 const OPTIONS = {
   rateLimits: { 'c26-rate': { hour: 10_000 } },
   snoozeDelayMs: 5,
@@ -153,16 +204,20 @@ const OPTIONS = {
 const { prefix, redis } = useRedisPrefixes();
 let redisPrefix: string | undefined;
 
-describe.each([
-  ['embedded', () => createEmbeddedApp(PROVIDERS, OPTIONS)],
+/** Makes an app of the runtime; `overrides` replace options of OPTIONS (another Redis prefix each). */
+type MakeApp = (overrides?: Partial<typeof OPTIONS>) => Promise<TestingModule>;
+
+describe.each<[string, MakeApp]>([
+  ['embedded', (overrides) => createEmbeddedApp(PROVIDERS, { ...OPTIONS, ...overrides })],
   [
     'redis + bullmq',
-    async () => {
-      redisPrefix = prefix('c26');
+    async (overrides) => {
+      const appPrefix = prefix('c26');
+      redisPrefix ??= appPrefix;
       return (
         await createRedisApp(
-          redisPrefix,
-          { ...OPTIONS, workerConcurrency: 16, sweeper: { enabled: false } },
+          appPrefix,
+          { ...OPTIONS, ...overrides, workerConcurrency: 16, sweeper: { enabled: false } },
           { providers: PROVIDERS },
         )
       ).app;
@@ -175,6 +230,10 @@ describe.each([
   const charged = new Map<string, number>();
   /** Lock takes the store refused, by owner. */
   const refused = new Map<string, number>();
+  /** Rate-limit uses the store refused, by key. */
+  const limited = new Map<string, number>();
+  /** Owners whose lock, and whose semaphore slot, the store released. */
+  const released = { lock: new Set<string>(), slot: new Set<string>() };
 
   beforeAll(async () => {
     app = await createApp();
@@ -185,6 +244,19 @@ describe.each([
     store.consumeRate = async (key, windows): Promise<RateReply> => {
       const reply = await consumeRate(key, windows);
       if (reply.allowed) charged.set(key, (charged.get(key) ?? 0) + 1);
+      else limited.set(key, (limited.get(key) ?? 0) + 1);
+      return reply;
+    };
+    const releaseLock = store.releaseLock.bind(store);
+    store.releaseLock = async (key, owner, fence) => {
+      const reply = await releaseLock(key, owner, fence);
+      released.lock.add(owner);
+      return reply;
+    };
+    const releaseSemaphore = store.releaseSemaphore.bind(store);
+    store.releaseSemaphore = async (key, owner) => {
+      const reply = await releaseSemaphore(key, owner);
+      released.slot.add(owner);
       return reply;
     };
     const acquireLock = store.acquireLock.bind(store);
@@ -238,9 +310,41 @@ describe.each([
     if (redisPrefix && runtime !== 'embedded') expect(await countedOnRedis('c26-rate')).toBe(11);
   });
 
-  it("a replay by idempotency key is not charged, and is not refused on its own run's lock", async () => {
-    const account = `replay-${runtime}`;
-    const options = { idempotencyKey: `key-${runtime}` };
+  /** The two ways a call names a run that may exist: an idempotency key, or the run id itself. */
+  const REPLAYS: Array<[string, (name: string) => { idempotencyKey: string } | { runId: string }]> = [
+    ['idempotency key', (name) => ({ idempotencyKey: `key-${name}-${runtime}` })],
+    ['run id', (name) => ({ runId: `id-${name}-${runtime}` })],
+  ];
+
+  it('a rate-limited run gives back the lock and slot it just took, at once (in the caller)', async () => {
+    const account = `tight-${runtime}`;
+    expect(await client.run(TightReactor, { account })).toMatchObject({ status: 'completed' });
+    await expect(client.run(TightReactor, { account })).rejects.toMatchObject({ code: 'RATE_LIMITED' });
+    // Another run of the account takes the lock and the slot straight away (refused at once if held).
+    expect(await client.run(TightPlainReactor, { account })).toMatchObject({ status: 'completed' });
+  });
+
+  it('a rate-limited run gives back the lock and slot it just took, at once (in a worker)', async () => {
+    const account = `tight-worker-${runtime}`;
+    const limitedFor = () => [...limited].filter(([key]) => key.includes(account)).reduce((n, [, v]) => n + v, 0);
+    expect(await client.run(TightReactor, { account })).toMatchObject({ status: 'completed' });
+    expect(limitedFor()).toBe(0);
+    // In a worker it is refused on the rate limit, and snoozes until the hour's window turns...
+    const waiting = await client.start(TightReactor, { account });
+    // (the refusal, and then the lock and slot it had taken given back: awaited, they follow the reply)
+    await pollUntil(
+      () => limitedFor() > 0 && released.lock.has(waiting.runId) && released.slot.has(waiting.runId),
+      WAIT.timeoutMs,
+    );
+    // ...holding neither the lock nor the slot meanwhile.
+    expect(await client.run(TightPlainReactor, { account })).toMatchObject({ status: 'completed' });
+    expect(['pending', 'running']).toContain((await client.get(waiting.runId))?.status);
+    await client.cancel(waiting.runId, 'done');
+  });
+
+  it.each(REPLAYS)("a replay by %s is not charged, and is not refused on its own run's lock", async (how, name) => {
+    const account = `replay-${how.replace(' ', '-')}-${runtime}`;
+    const options = name('locked');
     const first = client.run(LockedRateReactor, { account, hold: true }, options);
     await pollUntil(() => count(`locked:${account}:`) === 1, WAIT.timeoutMs);
     const before = charged.get('named:c26-rate');
@@ -255,16 +359,20 @@ describe.each([
     expect(count(`locked:${account}:`)).toBe(1);
   });
 
-  it('an idempotent replay gives its ordered-lock turn up at once: the next run does not wait the poison pill', async () => {
-    const first = await client.start(OrderedReactor, { id: `r1-${runtime}`, hold: true }, { idempotencyKey: 'k1' });
-    const replay = await client.start(OrderedReactor, { id: `r1-${runtime}`, hold: true }, { idempotencyKey: 'k1' });
-    expect(replay).toMatchObject({ runId: first.runId, replayed: true });
-    const next = await client.start(OrderedReactor, { id: `r2-${runtime}` });
-    open(`ordered:r1-${runtime}`);
-    expect(await client.wait(first.runId, WAIT)).toMatchObject({ status: 'completed' });
-    expect(await client.wait(next.runId, WAIT)).toMatchObject({ status: 'completed' });
-    expect(events.filter((e) => e === `applied:${first.runId}`)).toHaveLength(1);
-  });
+  it.each(REPLAYS)(
+    'a replay by %s gives its ordered-lock turn up at once: the next run does not wait the poison pill',
+    async (how, name) => {
+      const id = `r1-${how.replace(' ', '-')}-${runtime}`;
+      const first = await client.start(OrderedReactor, { id, hold: true }, name('ordered'));
+      const replay = await client.start(OrderedReactor, { id, hold: true }, name('ordered'));
+      expect(replay).toMatchObject({ runId: first.runId, replayed: true });
+      const next = await client.start(OrderedReactor, { id: `r2-${how.replace(' ', '-')}-${runtime}` });
+      open(`ordered:${id}`);
+      expect(await client.wait(first.runId, WAIT)).toMatchObject({ status: 'completed' });
+      expect(await client.wait(next.runId, WAIT)).toMatchObject({ status: 'completed' });
+      expect(events.filter((e) => e === `applied:${first.runId}`)).toHaveLength(1);
+    },
+  );
 
   it('a run halted by its period gives its ordered-lock turn up at once (in a worker)', async () => {
     const id = `p-${runtime}`;
@@ -285,6 +393,31 @@ describe.each([
     expect(next.status === 'completed' ? next : await client.wait(next.runId, WAIT)).toMatchObject({
       status: 'completed',
     });
+  });
+
+  it('a run failed for its lock contended past lockSnoozeMaxAttempts gives its ordered-lock turn up at once', async () => {
+    // An app of its own that fails a run at its first refusal on the lock (lockSnoozeMaxAttempts 0).
+    const strict = await createApp({ lockSnoozeMaxAttempts: 0 });
+    try {
+      const strictClient = strict.get(ReactorClient);
+      const account = `contended-${runtime}`;
+      const holder = strictClient.run(LockedRateReactor, { account, hold: true });
+      await pollUntil(() => count(`locked:${account}:`) === 1, WAIT.timeoutMs);
+      const first = await strictClient.start(OrderedLockedReactor, { id: account });
+      expect(await strictClient.wait(first.runId, WAIT)).toMatchObject({
+        status: 'failed',
+        failure: { code: 'LOCK_CONTENDED' },
+      });
+      open(`locked:${account}`);
+      expect(await holder).toMatchObject({ status: 'completed' });
+      // The failed run's nonce was advanced: the next run goes on now, not after the hour's poison pill.
+      const next = await strictClient.start(OrderedLockedReactor, { id: account });
+      expect(await strictClient.wait(next.runId, WAIT)).toMatchObject({ status: 'completed' });
+      expect(events).toContain(`applied:${next.runId}`);
+      expect(events).not.toContain(`applied:${first.runId}`);
+    } finally {
+      await strict.close();
+    }
   });
 
   it('cancel of a fan-out map: no element that has not started starts; those in flight are undone', async () => {
