@@ -9,8 +9,8 @@
  * | field        | holds                                                      | written            |
  * | ------------ | ---------------------------------------------------------- | ------------------ |
  * | `state`      | identity: schema version, run id, reactor, definition hash, createdAt | once |
- * | `head`       | progress: status, value (or `valueRef`, the result it is), failure, halt, plans (JSON) | when it changes |
- * | `at`         | `updatedAt` (ms)                                           | every checkpoint   |
+ * | `head`       | progress: status, value, failure, halt, plans, and `updatedAt` as of that write (JSON) | when more than the time changes |
+ * | `at`         | `updatedAt` (ms): read in place of the one in `head`       | every checkpoint   |
  * | `inputs`     | the validated inputs (JSON)                                | once               |
  * | `r:<step>`   | `[seq]` or `[seq, value]`: a finished step's result, `seq` its place in `completed` | once |
  * | `u:<n>`      | `[step, args]`: entry `n` of the undo stack (its result is `r:<step>`) | on push; deleted on pop |
@@ -20,7 +20,7 @@
  * | `m:<step>`   | a map step's record (JSON)                                 | when it changes    |
  *
  * In a run marked `encryptInputs`, the fields that hold inputs in clear (`inputs`, `u:`, `c:`/`m:`
- * of children and elements that are marked, `t:` entries that show arguments, and `head` while a
+ * of children and elements that are marked, the arguments a `t:` entry shows, and `head` while a
  * rollback keeps the arguments of the steps it compensates) are sealed with the adapter's
  * `InputCipher` (see `sealing.ts`); the identity, results, other trace entries and attempts are not.
  *
@@ -191,9 +191,10 @@ export function encodeDelta(
   }
   // `head` only when more than the time changed (the time is `at`, written every time); a value
   // that is a stored result is a reference to it.
-  const head = progressJson(state, json, refOf);
+  const head = progressJson(state, json);
   const headChanged = head !== w.progress;
-  if (headChanged) put(PROGRESS, sealed(PROGRESS, head, sealProgress), true);
+  // Written with the time it was written at too (an earlier version reads `updatedAt` only there).
+  if (headChanged) put(PROGRESS, sealed(PROGRESS, withUpdatedAt(head, state.updatedAt), sealProgress), true);
   put(UPDATED_AT, String(state.updatedAt), true);
   const keep = commonUndo(w.undo, state.undoStack);
   for (let n = w.undo.length - 1; n >= keep; n--) {
@@ -209,10 +210,11 @@ export function encodeDelta(
     pushed.push({ entry, bytes: put(UNDO + n, sealed(UNDO + n, value, sealEntry), false) });
   }
   for (let n = w.trace; n < state.trace.length; n++) {
-    const entry = state.trace[n];
-    const value = traceJson(entry, refOf);
-    // Inline arguments of a sealed run may hold its inputs in clear: sealed like the inputs.
-    put(TRACE + n, sealRun && entry.arguments ? sealed(TRACE + n, value, true) : value, false);
+    const field = TRACE + n;
+    // Inline arguments of a sealed run may hold its inputs in clear: sealed like the inputs (the
+    // arguments alone, so the entry stays JSON for every reader).
+    const seal = sealRun ? (json: string) => sealed(field, json, true) : undefined;
+    put(field, traceJson(state.trace[n], refOf, seal), false);
   }
   const attempts: Array<[string, number]> = [];
   for (const step in state.attempts) {
@@ -306,8 +308,11 @@ export function decodeRecord(
       size(field, value, true);
     } else if (field === PROGRESS) {
       const json = open(field, value);
-      Object.assign(assembled, parse(runId, field, json));
-      written.progress = json;
+      const parsed = parse(runId, field, json) as Record<string, unknown>;
+      Object.assign(assembled, parsed);
+      // What the next save compares its progress with: the same JSON without the time.
+      const { updatedAt: _time, ...rest } = parsed;
+      written.progress = JSON.stringify(rest);
       size(field, value, true);
     } else if (field === UPDATED_AT) {
       updatedAt = Number(value);
@@ -327,7 +332,11 @@ export function decodeRecord(
       const [step, args] = parse(runId, field, open(field, value)) as [string, Record<string, unknown>];
       undo.push([Number(field.slice(UNDO.length)), step, args, size(field, value, false)]);
     } else if (field.startsWith(TRACE)) {
-      trace.push([Number(field.slice(TRACE.length)), traceEntryOf(parse(runId, field, open(field, value)))]);
+      const entry = traceEntryOf(parse(runId, field, open(field, value))) as { arguments?: unknown };
+      // Arguments of a sealed run are sealed inside the entry.
+      if (typeof entry.arguments === 'string' && entry.arguments.startsWith('~'))
+        entry.arguments = parse(runId, field, open(field, entry.arguments));
+      trace.push([Number(field.slice(TRACE.length)), entry]);
       size(field, value, false);
     } else if (field.startsWith(ATTEMPTS)) {
       const step = field.slice(ATTEMPTS.length);
@@ -402,17 +411,8 @@ function commonUndo(stored: Written['undo'], current: readonly UndoEntry[]): num
  * cannot be written it is kept as `'[not storable]'` so that the failure itself is stored. A value
  * that cannot be written is the run's to fail on.
  */
-function progressJson(
-  state: RunState,
-  json: (value: unknown, what: string) => string,
-  refOf: (value: object) => string | undefined,
-): string {
-  const head: ReturnType<typeof progress> & { valueRef?: string } = progress(state);
-  const ref = typeof head.value === 'object' && head.value !== null ? refOf(head.value) : undefined;
-  if (ref?.startsWith(RESULT)) {
-    head.value = undefined;
-    head.valueRef = ref;
-  }
+function progressJson(state: RunState, json: (value: unknown, what: string) => string): string {
+  const head = progress(state);
   let out: string | undefined;
   try {
     out = JSON.stringify(head);
@@ -465,15 +465,19 @@ const TRACE_ARGUMENT_LIMIT = 256;
  * keeps its place with `arguments: '[not storable]'`. The values themselves are where they are
  * needed: the inputs, the results, the undo entries.
  */
-function traceJson(entry: RunState['trace'][number], refOf: (value: object) => string | undefined): string {
+function traceJson(
+  entry: RunState['trace'][number],
+  refOf: (value: object) => string | undefined,
+  seal?: (json: string) => string,
+): string {
   let json: string;
   try {
-    json = compactTraceJson(entry, refOf);
+    json = compactTraceJson(entry, refOf, seal);
   } catch {
     return compactTraceJson({ ...entry, arguments: '[not storable]' as never, detail: entry.detail }, refOf);
   }
   if (json.length <= TRACE_ENTRY_LIMIT || !entry.arguments) return json;
-  return compactTraceJson({ ...entry, arguments: bounded(entry.arguments) as Record<string, unknown> }, refOf);
+  return compactTraceJson({ ...entry, arguments: bounded(entry.arguments) as Record<string, unknown> }, refOf, seal);
 }
 
 /**
@@ -483,7 +487,11 @@ function traceJson(entry: RunState['trace'][number], refOf: (value: object) => s
  * Written piece by piece (what `JSON.stringify` of the array would write), so no copy of the
  * entry or its arguments is made.
  */
-function compactTraceJson(entry: TraceEntry, refOf: (value: object) => string | undefined): string {
+function compactTraceJson(
+  entry: TraceEntry,
+  refOf: (value: object) => string | undefined,
+  seal?: (json: string) => string,
+): string {
   let out = `[${JSON.stringify(entry.type)},${JSON.stringify(entry.step)},${entry.at}`;
   let rest = '';
   let refs = '';
@@ -502,7 +510,8 @@ function compactTraceJson(entry: TraceEntry, refOf: (value: object) => string | 
         const json = JSON.stringify(arg);
         if (json !== undefined) args += `${args === '' ? '' : ','}${JSON.stringify(name)}:${json}`;
       }
-      rest += `${rest === '' ? '' : ','}"arguments":{${args}}`;
+      const json = `{${args}}`;
+      rest += `${rest === '' ? '' : ','}"arguments":${seal ? JSON.stringify(seal(json)) : json}`;
       continue;
     }
     const json = JSON.stringify(value);
@@ -690,4 +699,9 @@ function parse(runId: string, field: string, value: string): unknown {
       runId,
     );
   }
+}
+
+/** A progress JSON object (`{...}`) with `updatedAt` added last. */
+function withUpdatedAt(progressJson: string, updatedAt: number): string {
+  return `${progressJson.slice(0, -1)}${progressJson.length > 2 ? ',' : ''}"updatedAt":${updatedAt}}`;
 }
