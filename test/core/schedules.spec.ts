@@ -2,7 +2,8 @@
  * Schedules (issue 23) on the embedded runtime, through `client.schedules` with the testing kit's
  * TestClock: a tick fires when the test moves time. Declared (`@Reactor({ schedule })`) and
  * upserted schedules start one run per tick (run id `<schedule id>@<due ms>`), `overlap: 'skip'`
- * drops a tick while the previous run is live, pause / resume / remove / trigger, arguments
+ * drops a tick while the previous run is live (paused or running), one late tick after time jumps
+ * several intervals, pause / resume / remove / trigger, arguments
  * checked; and the engine-side `Schedules` starts nothing twice for a tick handled twice.
  */
 import 'reflect-metadata';
@@ -46,6 +47,35 @@ class ApproveBatch implements ReactorBlueprint<Record<string, never>> {
   }
 }
 
+/** Its step runs until the test opens `gate`: a run that is `running` for as long as the test likes. */
+const gate = { entered: 0, open: () => undefined as void, opened: Promise.resolve() };
+function closeGate(): void {
+  gate.entered = 0;
+  gate.opened = new Promise<void>((resolve) => (gate.open = resolve));
+}
+@Reactor('sch-slow')
+class SlowJob implements ReactorBlueprint<Record<string, never>> {
+  build(r: ReactorBuilder<Record<string, never>>) {
+    return r.step(
+      'work',
+      async () => {
+        gate.entered++;
+        await gate.opened;
+        return success('done');
+      },
+      {},
+    );
+  }
+}
+
+/** Until `condition` holds, letting the event loop turn (no time passes on the TestClock). */
+async function turnsUntil(condition: () => boolean | Promise<boolean>): Promise<void> {
+  for (let i = 0; !(await condition()); i++) {
+    if (i > 10_000) throw new Error('condition not met');
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+}
+
 describe('schedules (embedded runtime, TestClock)', () => {
   let moduleRef: TestingModule;
   let kit: ReactorTestingKit;
@@ -53,7 +83,7 @@ describe('schedules (embedded runtime, TestClock)', () => {
   beforeEach(async () => {
     moduleRef = await Test.createTestingModule({
       imports: [ReactorTestingModule.forRoot()],
-      providers: [NightlyReport, BillTenant, ApproveBatch],
+      providers: [NightlyReport, BillTenant, ApproveBatch, SlowJob],
     })
       .setLogger(new CapturingLogger())
       .compile();
@@ -137,6 +167,56 @@ describe('schedules (embedded runtime, TestClock)', () => {
     await kit.advance(2_000);
     // Same timing: the next tick stays where it was (START + 4 s); both ticks start a run beside the live one.
     expect((await runIds('sch-approve')).length).toBe(before + 2);
+  });
+
+  it("overlap 'skip' drops a tick while the last run is running (a step in flight)", async () => {
+    closeGate();
+    try {
+      await kit.client.schedules.upsert({ id: 'slow', reactor: SlowJob, everyMs: 1_000 });
+      // The tick at upsert starts a run whose step does not finish until the gate opens.
+      const first = scheduledRunId('slow', START);
+      await turnsUntil(
+        async () => gate.entered === 1 && (await kit.client.schedules.get('slow'))?.lastRun?.runId === first,
+      );
+      expect(await kit.client.get(first)).toMatchObject({ status: 'running' });
+      // NOTE: the clock itself, not kit.advance (which waits for idle, and the run is not).
+      kit.clock.advance(1_000);
+      await turnsUntil(async () => (await kit.client.schedules.get('slow'))?.lastTick?.at === START + 1_000);
+      expect(await kit.client.schedules.get('slow')).toMatchObject({
+        lastTick: { at: START + 1_000, skipped: 'overlap', runId: first },
+        lastRun: { runId: first, status: 'running' },
+      });
+      expect(await kit.client.schedules.trigger('slow')).toEqual({
+        status: 'skipped',
+        reason: 'overlap',
+        runId: first,
+      });
+      expect(await runIds('sch-slow')).toEqual([first]);
+    } finally {
+      gate.open();
+    }
+    await kit.idle();
+    expect(await kit.client.get(scheduledRunId('slow', START))).toMatchObject({ status: 'completed' });
+    closeGate();
+    gate.open();
+    await kit.advance(1_000);
+    expect(await runIds('sch-slow')).toEqual([scheduledRunId('slow', START), scheduledRunId('slow', START + 2_000)]);
+  });
+
+  it('after downtime (time jumps several intervals with no tick handled) one late tick runs, then ticks on the grid', async () => {
+    await kit.client.schedules.upsert({ id: 'd', reactor: 'sch-bill', everyMs: 1_000, input: { tenant: 'd' } });
+    await kit.idle();
+    expect(await runIds('sch-bill')).toEqual([scheduledRunId('d', START)]);
+    // Downtime: time moves 5.5 intervals in one jump (a process asleep, an event loop held), so the
+    // timers only fire after it: the tick due at +1 s is late, those due at +2..+5 s were missed.
+    kit.clock.advance(5_500);
+    await kit.idle();
+    expect(await runIds('sch-bill')).toEqual([scheduledRunId('d', START), scheduledRunId('d', START + 1_000)].sort());
+    expect(await kit.client.schedules.get('d')).toMatchObject({ nextTickAt: START + 6_000 });
+    await kit.advance(1_500);
+    expect(await runIds('sch-bill')).toEqual(
+      [0, 1_000, 6_000, 7_000].map((ms) => scheduledRunId('d', START + ms)).sort(),
+    );
   });
 
   it('pause stops the ticks and keeps the schedule; resume ticks from the next due time without making up missed ticks', async () => {

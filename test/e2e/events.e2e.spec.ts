@@ -4,7 +4,9 @@
  * event (its `input` and `match` applied), once per event id; an interrupt declared with `event`
  * is answered by one: with `match(payload, run)` among the runs the event's index lists as waiting
  * (filtered, the index kept clean), or with `match(payload)` naming a correlation id, an early
- * event kept in the id's mailbox; an invalid payload is refused and counted like a `continue`'s.
+ * event kept in the id's mailbox; an invalid payload is refused and counted like a `continue`'s;
+ * one id emitted twice at once at a waiting run answers it once (both modes); a `match` or `input`
+ * that throws is rejected while the event's other targets go on; an id is at most 256 characters.
  */
 import 'reflect-metadata';
 import type { TestingModule } from '@nestjs/testing';
@@ -77,7 +79,34 @@ class ParentReactor implements ReactorBlueprint<{ orderId: string }> {
   }
 }
 
-const PROVIDERS = [FulfilReactor, ApprovalReactor, PaymentReactor, ParentReactor];
+/** Two reactors started by one event: `evt-risky`'s `match` or `input` throws on demand, `evt-steady`'s never. */
+type Risky = { key: string; boom?: 'match' | 'input' };
+@Reactor('evt-risky', {
+  on: {
+    event: 'evt.risky',
+    match: (p: Risky) => {
+      if (p.boom === 'match') throw new Error('match blew up');
+      return true;
+    },
+    input: (p: Risky) => {
+      if (p.boom === 'input') throw new Error('input blew up');
+      return { key: p.key };
+    },
+  },
+})
+class RiskyReactor implements ReactorBlueprint<{ key: string }> {
+  build(r: ReactorBuilder<{ key: string }>) {
+    return r.input('key', { type: 'string' });
+  }
+}
+@Reactor('evt-steady', { on: { event: 'evt.risky', input: (p: Risky) => ({ key: p.key }) } })
+class SteadyReactor implements ReactorBlueprint<{ key: string }> {
+  build(r: ReactorBuilder<{ key: string }>) {
+    return r.input('key', { type: 'string' });
+  }
+}
+
+const PROVIDERS = [FulfilReactor, ApprovalReactor, PaymentReactor, ParentReactor, RiskyReactor, SteadyReactor];
 
 const { prefix } = useRedisPrefixes();
 
@@ -211,6 +240,66 @@ describe.each([
     const emitted = await client.emit('evt.payment.settled', { orderId: late, amountCents: 9 });
     expect(emitted).toMatchObject({ answered: [{ runId: run.runId, step: 'paid' }], mailed: [] });
     expect(await client.wait(run.runId, WAIT)).toMatchObject({ status: 'completed', value: 9 });
+  });
+
+  it('one event id emitted twice at once at a run waiting by match answers it once', async () => {
+    const id = orderId('m2');
+    const run = await client.run(ApprovalReactor, { orderId: id });
+    expect(run.status).toBe('paused');
+    const payload = { orderId: id, approved: true, by: 'eve' };
+    const both = await Promise.all([
+      client.emit('evt.approval.decided', payload, { id: `twice-${id}` }),
+      client.emit('evt.approval.decided', payload, { id: `twice-${id}` }),
+    ]);
+    // Exactly one answer in total (first claim wins), nothing refused: the loser did nothing.
+    expect(both.flatMap((r) => r.answered)).toEqual([{ runId: run.runId, step: 'approve' }]);
+    expect(both.flatMap((r) => r.rejected)).toEqual([]);
+    expect(await client.wait(run.runId, WAIT)).toMatchObject({ status: 'completed', value: 'true:eve' });
+    // Applied once: one resume of the interrupt, one run of the step that reads the answer.
+    const { trace } = (await client.get(run.runId))!;
+    expect(trace.filter((e) => e.step === 'approve' && e.type === 'resume')).toHaveLength(1);
+    expect(trace.filter((e) => e.step === 'record' && e.type === 'run')).toHaveLength(1);
+  });
+
+  it('one event id emitted twice at once at a run waiting by correlation id answers it once', async () => {
+    const id = orderId('c2');
+    const run = await client.run(PaymentReactor, { orderId: id });
+    expect(run.status).toBe('paused');
+    const payload = { orderId: id, amountCents: 77 };
+    const both = await Promise.all([
+      client.emit('evt.payment.settled', payload, { id: `twice-${id}` }),
+      client.emit('evt.payment.settled', payload, { id: `twice-${id}` }),
+    ]);
+    expect(both.flatMap((r) => r.answered)).toEqual([{ runId: run.runId, step: 'paid' }]);
+    expect(both.flatMap((r) => r.rejected)).toEqual([]);
+    expect(await client.wait(run.runId, WAIT)).toMatchObject({ status: 'completed', value: 77 });
+    const { trace } = (await client.get(run.runId))!;
+    expect(trace.filter((e) => e.step === 'paid' && e.type === 'resume')).toHaveLength(1);
+    expect(trace.filter((e) => e.step === 'book' && e.type === 'run')).toHaveLength(1);
+  });
+
+  it("a target's match or input that throws is listed in rejected; the event's other targets go on", async () => {
+    for (const boom of ['match', 'input'] as const) {
+      const key = orderId(boom);
+      const emitted = await client.emit('evt.risky', { key, boom });
+      expect(emitted.rejected).toHaveLength(1);
+      expect(emitted.rejected[0]).toMatchObject({ reactor: 'evt-risky' });
+      expect(emitted.rejected[0].error.message).toContain(`${boom} blew up`);
+      expect(emitted.started).toEqual([{ reactor: 'evt-steady', runId: expect.any(String) }]);
+      expect(await client.wait(emitted.started[0].runId, WAIT)).toMatchObject({ status: 'completed', value: key });
+    }
+  });
+
+  it('an event id of 256 characters is taken; one of 257 is refused before anything starts', async () => {
+    const key = orderId('len');
+    const ok = await client.emit('evt.risky', { key }, { id: 'i'.repeat(255) + key.slice(0, 1) });
+    expect(ok.started.map((s) => s.reactor).sort()).toEqual(['evt-risky', 'evt-steady']);
+    const before = (await client.list({ reactor: 'evt-steady', limit: 1000 })).runs.length;
+    await expect(client.emit('evt.risky', { key }, { id: 'i'.repeat(257) })).rejects.toMatchObject({
+      code: 'INVALID_ARGUMENT',
+      message: expect.stringContaining('options.id'),
+    });
+    expect((await client.list({ reactor: 'evt-steady', limit: 1000 })).runs.length).toBe(before);
   });
 
   it('refuses a bad event name or id before doing anything', async () => {

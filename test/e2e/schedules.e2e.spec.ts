@@ -45,7 +45,24 @@ class WaitReactor implements ReactorBlueprint<Record<string, never>> {
   }
 }
 
-const PROVIDERS = [TickReactor, DeclaredReactor, WaitReactor];
+/** Its step runs until the test opens the gate: a `running` run for as long as the test likes. */
+const gate = { entered: 0, open: () => undefined as void, opened: Promise.resolve() };
+@Reactor('sche2e-slow')
+class SlowReactor implements ReactorBlueprint<Record<string, never>> {
+  build(r: ReactorBuilder<Record<string, never>>) {
+    return r.step(
+      'work',
+      async () => {
+        gate.entered++;
+        await gate.opened;
+        return success('done');
+      },
+      {},
+    );
+  }
+}
+
+const PROVIDERS = [TickReactor, DeclaredReactor, WaitReactor, SlowReactor];
 const { prefix } = useRedisPrefixes();
 
 /** The due times of the runs of schedule `id`, sorted (from their run ids). */
@@ -213,6 +230,49 @@ describe('schedules on the Redis runtime: overlap', () => {
       );
       await client.schedules.remove('ov');
     } finally {
+      await app.close();
+    }
+  });
+});
+
+describe('schedules on the Redis runtime: overlap with a running run', () => {
+  it("overlap 'skip': a tick handled while the last run is running (a step in flight) is dropped", async () => {
+    gate.entered = 0;
+    gate.opened = new Promise<void>((resolve) => (gate.open = resolve));
+    const { app, client } = await createRedisApp(prefix('schrun'), {}, { providers: PROVIDERS });
+    const ticker = app.get<RedisReactorRuntime>(REACTOR_RUNTIME).schedules.ticker as BullMqScheduleTicker;
+    /** A tick job due at `at`, handled by the tick worker as BullMQ's own are. */
+    const tickAt = (at: number) => ticker.queue.add(SCHEDULE_TICK_JOB, { scheduleId: 'slow' }, { timestamp: at });
+    try {
+      // Ticks at once (its run's step then waits for the gate), the next one an hour later.
+      await client.schedules.upsert({ id: 'slow', reactor: SlowReactor, everyMs: 3_600_000 });
+      await pollUntil(
+        async () => gate.entered === 1 && (await client.schedules.get('slow'))?.lastRun !== undefined,
+        WAIT_MS,
+      );
+      const live = (await client.schedules.get('slow'))!.lastRun!.runId;
+      const at = Date.now() + 1;
+      await tickAt(at);
+      await pollUntil(async () => (await client.schedules.get('slow'))?.lastTick?.at === at, WAIT_MS);
+      expect(await client.schedules.get('slow')).toMatchObject({
+        lastTick: { at, skipped: 'overlap', runId: live },
+        lastRun: { runId: live, status: 'running' },
+      });
+      expect(await client.schedules.trigger('slow')).toEqual({ status: 'skipped', reason: 'overlap', runId: live });
+      expect((await client.list({ reactor: 'sche2e-slow', limit: 100 })).runs.map((r) => r.runId)).toEqual([live]);
+      expect(gate.entered).toBe(1);
+
+      gate.open();
+      expect(await client.wait(live, { timeoutMs: WAIT_MS })).toMatchObject({ status: 'completed' });
+      const later = at + 1;
+      await tickAt(later);
+      await pollUntil(
+        async () => (await client.schedules.get('slow'))?.lastRun?.runId === scheduledRunId('slow', later),
+        WAIT_MS,
+      );
+      await client.schedules.remove('slow');
+    } finally {
+      gate.open();
       await app.close();
     }
   });
