@@ -145,7 +145,7 @@ export class RunControl {
         'running',
       );
     };
-    return this.holding(runId, busy, (state, lease, released) => {
+    return this.holding(runId, busy, async (state, lease, released) => {
       if (state.status === 'rolling_back') {
         throw new InvalidRunStateError(
           `Run '${runId}' is rolling back: a rollback is in progress; wait for it (client.wait) instead of undoing.`,
@@ -161,7 +161,16 @@ export class RunControl {
           state.status,
         );
       }
-      return this.rollBackHere(state, lease, released, 'undo', true);
+      // A paused or sleeping run may keep its reactor's lock and slot across the park.
+      const parked = !isTerminal(state.status);
+      const outcome = await this.rollBackHere(state, lease, released, 'undo', true);
+      // What it kept is given back now, not when its TTL runs out (as `cancel` does).
+      if (parked && isTerminal(state.status))
+        await this.executions.coordination?.releaseKept(
+          this.registry.forRun(state) ?? this.registry.get(state.reactorName),
+          state,
+        );
+      return outcome;
     });
   }
 
