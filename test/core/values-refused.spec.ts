@@ -151,6 +151,17 @@ describe('-0 is 0 on every path, as JSON stores it', () => {
   });
 });
 
+describe('a copy made to store a value never takes an own __proto__ key as its prototype', () => {
+  it('withoutUndefinedProperties drops an own __proto__ key (JSON.parse makes one) instead of assigning it', () => {
+    const parsed = JSON.parse('{"__proto__":{"isAdmin":true},"a":1,"b":{"c":-0}}') as Record<string, unknown>;
+    const copy = withoutUndefinedProperties(parsed);
+    expect(copy).not.toBe(parsed); // the -0 made a copy
+    expect(Object.getPrototypeOf(copy)).toBe(Object.prototype);
+    expect((copy as { isAdmin?: unknown }).isAdmin).toBeUndefined();
+    expect(copy).toEqual({ a: 1, b: { c: 0 } });
+  });
+});
+
 describe('inputs JSON would change fail the run as invalid input, naming the path', () => {
   const def = defineReactor('values-refused-inputs', (r: ReactorBuilder<{ customer: unknown; note: string }>) =>
     r.step('noop', () => success(1), {

@@ -246,12 +246,16 @@ function objectAsStored<T extends object>(value: T, depth: number): T {
       if (kept === item) continue;
     }
     // The first property to change: copy the ones before it as they are, the rest as they come.
+    // An own `__proto__` key (JSON.parse makes one) is dropped, as everywhere a value is stored:
+    // assigned to a plain object it would set the copy's prototype instead.
     const out: Record<string, unknown> = {};
-    for (let j = 0; j < i; j++) out[keys[j]] = (value as Record<string, unknown>)[keys[j]];
-    if (kept !== undefined) out[keys[i]] = kept;
+    for (let j = 0; j < i; j++) {
+      if (keys[j] !== '__proto__') out[keys[j]] = (value as Record<string, unknown>)[keys[j]];
+    }
+    if (kept !== undefined && keys[i] !== '__proto__') out[keys[i]] = kept;
     for (let j = i + 1; j < keys.length; j++) {
       const rest = (value as Record<string, unknown>)[keys[j]];
-      if (rest !== undefined) out[keys[j]] = withoutUndefinedProperties(rest, depth + 1);
+      if (rest !== undefined && keys[j] !== '__proto__') out[keys[j]] = withoutUndefinedProperties(rest, depth + 1);
     }
     return out as T;
   }
