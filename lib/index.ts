@@ -178,6 +178,8 @@ export {
   StepAbortedError,
   isStepAborted,
   ScheduleNotFoundError,
+  InvalidArgumentError,
+  StorageUnavailableError,
 } from './core';
 export type { ReactorErrorCode, FieldErrors, SerializedError } from './core';
 export type { StepAbortCause, StepAbortSite } from './core';
@@ -202,6 +204,10 @@ export type {
   MapStore,
   InterruptStore,
   CoordinationStore,
+  ScheduleBackend,
+  ScheduleStore,
+  ScheduleTicker,
+  ScheduleDefinition,
   LockReply,
   SemaphoreReply,
   RateReply,

@@ -31,6 +31,9 @@ describe('public API', () => {
       'isStepAborted',
       'OnReactorEvent',
       'withDelivery',
+      'InvalidArgumentError',
+      'StorageUnavailableError',
+      'ScheduleNotFoundError',
     ]) {
       expect(api).toHaveProperty(name);
     }
