@@ -8,6 +8,7 @@ import { describeReactor, stepStates } from '../../lib/dashboard/dashboard-dag';
 import { InProcessJobDispatcher } from '../../lib/runtime/in-process-job.dispatcher';
 import { createTestEngine } from '../../lib/testing/test-engine';
 import { TestClock } from '../../lib/testing/test-clock';
+import { deferred } from './harness';
 
 const DAY = 24 * 60 * 60 * 1000;
 
@@ -341,7 +342,212 @@ describe('r.sleep (embedded runtime)', () => {
     engine.register(def);
     expect(await engine.run(def, { items: [1] })).toMatchObject({
       status: 'failed',
-      failure: { errorMessage: expect.stringContaining("sleep 'wait': a sleep cannot run in a map element") },
+      failure: {
+        code: 'CONFIGURATION_INVALID',
+        errorMessage: expect.stringContaining("sleep 'wait': a sleep cannot run in a map element"),
+      },
     });
   });
+
+  it('a wake-up delivered early is delayed again: the run sleeps on and wakes at its time, each step once', async () => {
+    const log: string[] = [];
+    const { engine, clock, settle } = sleeper();
+    const def = coolOff(log, (r) => r.sleep('wait', { ms: DAY, waitFor: ['reserve'] }));
+    engine.register(def);
+    const start = clock.now();
+    const { runId } = await engine.run(def, {});
+
+    // A duplicate or stray resume job delivered half-way through the sleep.
+    clock.advance(DAY / 2);
+    await engine.handleJob({ kind: 'resume', runId, reactorName: def.name });
+    await settle();
+    expect(await engine.get(runId)).toMatchObject({
+      status: 'running',
+      sleeping: { step: 'wait', wakeAt: start + DAY },
+    });
+    expect(log).toEqual(['run:reserve']);
+
+    clock.advance(DAY / 2 - 1);
+    await settle();
+    expect(log).toEqual(['run:reserve']);
+    clock.advance(1);
+    await settle();
+    expect(await engine.get(runId)).toMatchObject({
+      status: 'completed',
+      results: { wait: { sleptUntil: start + DAY } },
+      attempts: { wait: 1 },
+    });
+    expect(log).toEqual(['run:reserve', 'run:ship']);
+  });
+
+  /** `quick` then a sleep; `slow` runs beside them and `independent` waits for `slow` only. */
+  function besideSleep(log: string[], slow: Promise<void>) {
+    return defineReactor('beside-sleep', (r: ReactorBuilder<object>) => {
+      r.step('quick', () => (log.push('run:quick'), success(1)), {});
+      r.step('slow', async () => (await slow, log.push('run:slow'), success(2)), {});
+      r.sleep('wait', { ms: DAY, waitFor: ['quick'] });
+      // Depends on `slow` only, not on the sleep.
+      r.step('independent', () => (log.push('run:independent'), success(3)), {}, { waitFor: ['slow'] });
+      return r.step('after', () => (log.push('run:after'), success(4)), {}, { waitFor: ['wait', 'independent'] });
+    });
+  }
+
+  /** Run `def` until it sleeps, `slow` released once `quick` ran (so it is in flight when the run reaches the sleep). */
+  async function runToSleep(
+    engine: ReactorEngine,
+    def: ReturnType<typeof besideSleep>,
+    log: string[],
+    slow: () => void,
+  ) {
+    const running = engine.run(def, {});
+    await waitUntil(() => log.includes('run:quick'));
+    slow();
+    return running;
+  }
+
+  it('steps that do not depend on the sleep still wait for it (those in flight finish first)', async () => {
+    const log: string[] = [];
+    // Retention of 30 days: the day is one hop.
+    const { engine, clock, settle } = sleeper(new TestClock(), { interruptRetentionMs: 30 * DAY });
+    const slow = deferred();
+    const def = besideSleep(log, slow.promise);
+    engine.register(def);
+    const start = clock.now();
+    const outcome = await runToSleep(engine, def, log, slow.resolve);
+    expect(outcome).toMatchObject({ status: 'dispatched', sleeping: { step: 'wait', wakeAt: start + DAY } });
+    // `slow` was in flight when the run reached the sleep: it finished; `independent` became ready
+    // after that and waits for the wake-up although it does not depend on the sleep.
+    expect(log).toEqual(['run:quick', 'run:slow']);
+
+    clock.advance(DAY - 1);
+    await settle();
+    expect(log).toEqual(['run:quick', 'run:slow']);
+    expect((await engine.get(outcome.runId))?.completed).not.toContain('independent');
+    clock.advance(1);
+    await settle();
+    expect(await engine.get(outcome.runId)).toMatchObject({ status: 'completed', value: 4 });
+    expect(log).toEqual(['run:quick', 'run:slow', 'run:independent', 'run:after']);
+  });
+
+  it('a sleep parked in hops wakes the run at each hop: a step that does not depend on it starts at the first hop', async () => {
+    const log: string[] = [];
+    const HOUR = 60 * 60 * 1000;
+    // Retention of 10 hours: the day parks in hops of 5 hours.
+    const { engine, clock, settle } = sleeper(new TestClock(), { interruptRetentionMs: 10 * HOUR });
+    const slow = deferred();
+    const def = besideSleep(log, slow.promise);
+    engine.register(def);
+    const start = clock.now();
+    const outcome = await runToSleep(engine, def, log, slow.resolve);
+    expect(log).toEqual(['run:quick', 'run:slow']);
+
+    clock.advance(5 * HOUR - 1);
+    await settle();
+    expect(log).toEqual(['run:quick', 'run:slow']);
+    clock.advance(1);
+    await settle();
+    expect(log).toEqual(['run:quick', 'run:slow', 'run:independent']);
+    expect(await engine.get(outcome.runId)).toMatchObject({ status: 'running', sleeping: { wakeAt: start + DAY } });
+
+    for (let hour = 5; hour < 24; hour += 5) {
+      clock.advance(Math.min(5, 24 - hour) * HOUR);
+      await settle();
+    }
+    expect(await engine.get(outcome.runId)).toMatchObject({ status: 'completed', value: 4 });
+    expect(log).toEqual(['run:quick', 'run:slow', 'run:independent', 'run:after']);
+  });
+
+  describe.each([
+    ['lock', { lock: { key: () => 'account:a' } }, 'LOCK_CONTENDED'],
+    ['semaphore slot', { semaphore: { key: () => 'crm', limit: 1 } }, 'SEMAPHORE_FULL'],
+  ] as const)('a reactor %s the run holds', (_what, options, code) => {
+    it('is kept across the sleep (past its TTL), and given back when the run ends', async () => {
+      const log: string[] = [];
+      const { engine, clock, settle } = sleeper();
+      const def = defineReactor(
+        `held-${code}`,
+        (r: ReactorBuilder<object>) => {
+          r.sleep('wait', { ms: DAY });
+          return r.step('ship', () => (log.push('run:ship'), success('shipped')), {}, { waitFor: ['wait'] });
+        },
+        options,
+      );
+      engine.register(def);
+      const sleeping = await engine.run(def, {});
+      expect(sleeping).toMatchObject({ status: 'dispatched', sleeping: { step: 'wait' } });
+
+      // Another run of the key is refused while the first sleeps, well past the TTL (60 s).
+      await expect(engine.run(def, {})).rejects.toMatchObject({ code });
+      clock.advance(DAY / 2);
+      await settle();
+      await expect(engine.run(def, {})).rejects.toMatchObject({ code });
+      clock.advance(DAY / 2 - 1);
+      await settle();
+      await expect(engine.run(def, {})).rejects.toMatchObject({ code });
+
+      clock.advance(1);
+      await settle();
+      expect(await engine.get(sleeping.runId)).toMatchObject({ status: 'completed', value: 'shipped' });
+      const next = await engine.run(def, {});
+      expect(next).toMatchObject({ status: 'dispatched', sleeping: { step: 'wait' } });
+    });
+  });
+
+  it('a run reopened by retry (its job retries exhausted while it slept) keeps its wake-up time', async () => {
+    const log: string[] = [];
+    const { engine, clock, settle } = sleeper();
+    const def = coolOff(log, (r) => r.sleep('wait', { ms: DAY, waitFor: ['reserve'] }));
+    engine.register(def);
+    const start = clock.now();
+    const { runId } = await engine.run(def, {});
+
+    // Its resume job could not be processed: the queue gave up on it, the run failed without a rollback.
+    clock.advance(DAY / 4);
+    await engine.failRun(runId, { code: 'JOB_RETRIES_EXHAUSTED', message: 'Redis timed out' });
+    expect(await engine.get(runId)).toMatchObject({ status: 'failed' });
+
+    clock.advance(DAY / 4);
+    const reopened = await engine.retry(runId);
+    expect(reopened.runId).toBe(runId);
+    await settle();
+    // Not started over (that would wake at start + 1.5 days): the same wake-up time.
+    expect(await engine.get(runId)).toMatchObject({
+      status: 'running',
+      sleeping: { step: 'wait', wakeAt: start + DAY },
+    });
+    expect(log).toEqual(['run:reserve']);
+
+    clock.advance(DAY / 2);
+    await settle();
+    expect(await engine.get(runId)).toMatchObject({
+      status: 'completed',
+      results: { wait: { sleptUntil: start + DAY } },
+    });
+    expect(log).toEqual(['run:reserve', 'run:ship']);
+  });
+
+  it('a run reopened by retry after its wake-up time has passed wakes at once, with the recorded time', async () => {
+    const log: string[] = [];
+    const { engine, clock, settle } = sleeper();
+    const def = coolOff(log, (r) => r.sleep('wait', { ms: DAY, waitFor: ['reserve'] }));
+    engine.register(def);
+    const start = clock.now();
+    const { runId } = await engine.run(def, {});
+    await engine.failRun(runId, { code: 'JOB_RETRIES_EXHAUSTED', message: 'Redis timed out' });
+
+    clock.advance(2 * DAY);
+    await engine.retry(runId);
+    await settle();
+    expect(await engine.get(runId)).toMatchObject({
+      status: 'completed',
+      results: { wait: { sleptUntil: start + DAY } },
+    });
+    expect(log).toEqual(['run:reserve', 'run:ship']);
+  });
 });
+
+/** Resolve once `condition()` holds, yielding to the event loop between checks. */
+async function waitUntil(condition: () => boolean): Promise<void> {
+  for (let i = 0; i < 1000 && !condition(); i++) await new Promise((resolve) => setImmediate(resolve));
+  if (!condition()) throw new Error('condition not met');
+}
