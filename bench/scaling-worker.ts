@@ -13,6 +13,7 @@ import 'reflect-metadata';
 import { Module, type INestApplicationContext } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { Reactor, ReactorModule, success, type ReactorBuilder, type Ref } from '../lib';
+import { stepResult } from './harness';
 
 export const SCALING_REACTOR = 'scaling-10';
 export const SCALING_STEPS = 10;
@@ -31,24 +32,6 @@ export function burn(iterations: number, seed: number): number {
   return x;
 }
 
-/** A step's value: about 300 bytes of JSON (as in bench/user-path.bench.ts). */
-function stepResult(seed: number, step: number, checksum: number): Record<string, unknown> {
-  return {
-    orderId: `order-${seed}`,
-    step,
-    status: 'reserved',
-    reservedAt: '2026-12-01T12:00:00.000Z',
-    warehouse: 'eu-west-1a',
-    lines: [
-      { sku: 'BOOK-0001', qty: 2, priceCents: 1_299 },
-      { sku: 'LAMP-0042', qty: 1, priceCents: 4_990 },
-      { sku: 'CABLE-0007', qty: 3, priceCents: 799 },
-    ],
-    checksum,
-    note: 'x'.repeat(40),
-  };
-}
-
 /** The reactor: {@link SCALING_STEPS} steps in a chain, each burning `work` iterations of CPU. */
 export function scalingReactor(work: number) {
   @Reactor(SCALING_REACTOR, { maxConcurrency: 1 })
@@ -60,7 +43,8 @@ export function scalingReactor(work: number) {
         const step = i;
         prev = r.step(
           `s${i}`,
-          ({ seed: s }: { seed: number; prev?: unknown }) => success(stepResult(s, step, burn(work, s * 31 + step))),
+          ({ seed: s }: { seed: number; prev?: unknown }) =>
+            success(stepResult(s, step, { checksum: burn(work, s * 31 + step) })),
           { seed, prev },
         );
       }

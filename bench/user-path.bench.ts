@@ -28,7 +28,7 @@ import {
   type ReactorBuilder,
   type Ref,
 } from '../lib';
-import { fmt } from './harness';
+import { fmt, stepResult } from './harness';
 import { benchRedis, CommandCounter } from './redis-counter';
 
 const CONCURRENCIES = (process.env.BENCH_CONCURRENCIES ?? '1,10,50').split(',').map(Number);
@@ -64,24 +64,6 @@ export interface UserPathResult {
   peakRssMb: number;
 }
 
-/** A realistic step result: about 300 bytes of JSON. */
-function stepResult(runSeed: number, step: number): Record<string, unknown> {
-  return {
-    orderId: `order-${runSeed}`,
-    step,
-    status: 'reserved',
-    reservedAt: '2026-12-01T12:00:00.000Z',
-    warehouse: 'eu-west-1a',
-    lines: [
-      { sku: 'BOOK-0001', qty: 2, priceCents: 1_299 },
-      { sku: 'LAMP-0042', qty: 1, priceCents: 4_990 },
-      { sku: 'CABLE-0007', qty: 3, priceCents: 799 },
-    ],
-    note: 'x'.repeat(60),
-  };
-}
-
-/** The private server's CPU seconds and the bytes it has received, from one `INFO`. */
 async function redisReadings(redis: Redis): Promise<{ cpu: number; bytesIn: number }> {
   const info = await redis.info();
   const read = (name: string) => Number(new RegExp(`${name}:([0-9.]+)`).exec(info)?.[1] ?? 0);
