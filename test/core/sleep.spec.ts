@@ -218,6 +218,26 @@ describe('r.sleep (embedded runtime)', () => {
         errorMessage: "Reactor 'bad-ms' sleep 'wait': ms must be a finite number of milliseconds >= 0 (got -5).",
       },
     });
+    // Past the latest time a date can hold: refused the same way, not a RangeError of the step.
+    expect(await engine.run(def, { ms: 1e16 })).toMatchObject({
+      status: 'failed',
+      failure: { code: 'INPUT_VALIDATION', errorMessage: expect.stringContaining('ms is too long') },
+    });
+  });
+
+  it('an until past the latest time a date can hold fails naming the field', async () => {
+    const { engine } = sleeper();
+    const def = defineReactor('far-until', (r: ReactorBuilder<{ at: number }>) =>
+      r.sleep('wait', { until: r.input('at', { type: 'number' }) }),
+    );
+    engine.register(def);
+    expect(await engine.run(def, { at: 1e20 })).toMatchObject({
+      status: 'failed',
+      failure: {
+        code: 'INPUT_VALIDATION',
+        errorMessage: expect.stringContaining("sleep 'wait': until must be no later than +275760-09-13T00:00:00.000Z"),
+      },
+    });
   });
 
   it('refuses bad options when the reactor is defined', () => {

@@ -47,7 +47,7 @@ export const sleepStep: StepKind<SleepSpecOf> = {
       }
       const by = step.handler.by;
       const raw = args[by];
-      const at = by === 'ms' ? (durationProblem(raw) ?? now + (raw as number)) : wakeTimeOf(raw);
+      const at = latestTimeProblem(by === 'ms' ? (durationProblem(raw) ?? now + (raw as number)) : wakeTimeOf(raw), by);
       if (typeof at === 'string') {
         return new Failure(
           new InputValidationError(
@@ -132,4 +132,15 @@ function recordedWakeAt(state: RunState, step: string): number | undefined {
     if (entry.step === step && entry.type === 'pause' && entry.delayMs !== undefined) return entry.at + entry.delayMs;
   }
   return undefined;
+}
+
+/** The latest time a Date can hold (ms since the epoch): a wake-up time after it cannot be shown or stored. */
+const LATEST_TIME_MS = 8.64e15;
+
+/** `at`, or the problem with it when it lies past the latest time a Date can hold. */
+function latestTimeProblem(at: number | string, by: 'ms' | 'until'): number | string {
+  if (typeof at === 'string' || at <= LATEST_TIME_MS) return at;
+  return by === 'ms'
+    ? `ms is too long: the run would wake after the latest time a date can hold (${new Date(LATEST_TIME_MS).toISOString()})`
+    : `until must be no later than ${new Date(LATEST_TIME_MS).toISOString()} (got ${at})`;
 }
