@@ -1,30 +1,19 @@
 import type { LoggerService } from '@nestjs/common';
-import { errorText } from '../core';
+import { errorText, isNetworkErrorCode } from '../core';
 import { messages } from '../config';
 
 /**
- * Error codes and messages of a Redis connection that is down or refused: each of the module's
- * connections (storage, BullMQ queues, each worker's two) reports them again on every reconnect
- * attempt, so they are logged once per outage rather than once per attempt and connection.
+ * Messages of a Redis connection that is down or refused (its error codes are Node's network codes,
+ * `isNetworkErrorCode`): each of the module's connections (storage, BullMQ queues, each worker's
+ * two) reports them again on every reconnect attempt, so they are logged once per outage rather
+ * than once per attempt and connection.
  */
-const CONNECTION_CODES = new Set([
-  'ECONNREFUSED',
-  'ECONNRESET',
-  'ECONNABORTED',
-  'ETIMEDOUT',
-  'ENOTFOUND',
-  'EAI_AGAIN',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-  'EPIPE',
-]);
 const CONNECTION_MESSAGES =
   /^(connect ETIMEDOUT|Connection is closed|Socket closed unexpectedly|WRONGPASS|NOAUTH|NOPERM)/;
 
 /** Whether `error` says a connection to Redis is down or refused (rather than a command failed). */
 export function isConnectionError(error: unknown): boolean {
-  const code = (error as { code?: unknown } | undefined)?.code;
-  if (typeof code === 'string' && CONNECTION_CODES.has(code)) return true;
+  if (isNetworkErrorCode((error as { code?: unknown } | undefined)?.code)) return true;
   return CONNECTION_MESSAGES.test(errorText(error));
 }
 

@@ -20,6 +20,11 @@ export class StorageUnavailableError extends ReactorError {
   }
 }
 
+/** Whether `code` is one of Node's codes of a network connection that is down, refused or cut. */
+export function isNetworkErrorCode(code: unknown): boolean {
+  return typeof code === 'string' && NETWORK_CODES.has(code);
+}
+
 /** Node's codes of a network connection that is down, refused or cut. */
 const NETWORK_CODES = new Set([
   'ECONNREFUSED',
@@ -59,7 +64,7 @@ const REDIS_CLIENT_MESSAGES =
 export function isStorageFailure(error: unknown, depth = 0): boolean {
   if (typeof error !== 'object' || error === null || depth > 4) return false;
   const { code, name, cause } = error as { code?: unknown; name?: unknown; cause?: unknown };
-  if (typeof code === 'string' && NETWORK_CODES.has(code)) return true;
+  if (isNetworkErrorCode(code)) return true;
   if (typeof name === 'string' && REDIS_ERROR_NAMES.has(name)) return true;
   if (error instanceof Error && REDIS_CLIENT_MESSAGES.test(errorText(error))) return true;
   return cause !== undefined && isStorageFailure(cause, depth + 1);
