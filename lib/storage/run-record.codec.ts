@@ -363,9 +363,6 @@ export function decodeRecord(
   assembled.undoStack = undo.map(([, step, args]) => ({ step, args, result: results[step] }));
   // A record written before `at` keeps the time in `head`.
   if (updatedAt !== undefined) assembled.updatedAt = updatedAt;
-  // A value that is a step's result is stored once, as the result.
-  if (typeof assembled.valueRef === 'string') assembled.value = results[assembled.valueRef.slice(RESULT.length)];
-  delete assembled.valueRef;
   trace.sort((a, b) => a[0] - b[0]);
   const inputs = assembled.inputs as Record<string, unknown>;
   assembled.trace = trace.map(([, entry]) => withReferencedArguments(entry, results, inputs, sizes));
