@@ -106,6 +106,26 @@ describe('chaos: a sleeping run across a restart of every process (Redis, BullMQ
     return { late: woke!.at - wakeAt, afterReady: woke!.at - Math.max(wakeAt, readyAt) };
   }
 
+  /**
+   * From a new producer: the run completes in `workerB` with each step run once and its sleep's
+   * value the recorded wake-up time; how late it woke ({@link lateBy}, never early).
+   */
+  async function completedOnceInNewWorker(
+    runId: string,
+    wakeAt: number,
+    readyAt: number,
+    workerB: WorkerProcess,
+  ): Promise<{ late: number; afterReady: number }> {
+    const producer = await newProducer();
+    const done = await untilView(producer, runId, (v) => v.status === 'completed', [workerB], 'completed');
+    expect(done.results).toMatchObject({ s1: 's1', nap: { sleptUntil: wakeAt }, s2: 's2' });
+    expect(await ran(producer, runId, 's1')).toBe(1);
+    expect(await ran(producer, runId, 's2')).toBe(1);
+    const timing = lateBy(done, wakeAt, readyAt);
+    expect(timing.late).toBeGreaterThanOrEqual(0);
+    return timing;
+  }
+
   async function ran(producer: ChaosApp, runId: string, step: string): Promise<number> {
     return Number(await redis.get(producer.keys.ran(runId, step)));
   }
@@ -135,13 +155,7 @@ describe('chaos: a sleeping run across a restart of every process (Redis, BullMQ
 
     const workerB = await WorkerProcess.start('B', prefix, { LEASE_TTL_MS: String(LEASE_TTL_MS) }, WORKER);
     const readyAt = Date.now();
-    const producer = await newProducer();
-    const done = await untilView(producer, runId, (v) => v.status === 'completed', [workerB], 'completed');
-    expect(done.results).toMatchObject({ s1: 's1', nap: { sleptUntil: wakeAt }, s2: 's2' });
-    expect(await ran(producer, runId, 's1')).toBe(1);
-    expect(await ran(producer, runId, 's2')).toBe(1);
-    const { late, afterReady } = lateBy(done, wakeAt, readyAt);
-    expect(late).toBeGreaterThanOrEqual(0);
+    const { late, afterReady } = await completedOnceInNewWorker(runId, wakeAt, readyAt, workerB);
     process.stdout.write(
       `[sleep-restart] woken by its delayed job ${late} ms after its wake-up time ` +
         `(${afterReady} ms after the later of it and the new worker's boot, ${readyAt - wakeAt} ms from the wake-up time)\n`,
@@ -167,13 +181,7 @@ describe('chaos: a sleeping run across a restart of every process (Redis, BullMQ
       WORKER,
     );
     const readyAt = Date.now();
-    const producer = await newProducer();
-    const done = await untilView(producer, runId, (v) => v.status === 'completed', [workerB], 'completed');
-    expect(done.results).toMatchObject({ s1: 's1', nap: { sleptUntil: wakeAt }, s2: 's2' });
-    expect(await ran(producer, runId, 's1')).toBe(1);
-    expect(await ran(producer, runId, 's2')).toBe(1);
-    const { late, afterReady } = lateBy(done, wakeAt, readyAt);
-    expect(late).toBeGreaterThanOrEqual(0);
+    const { late, afterReady } = await completedOnceInNewWorker(runId, wakeAt, readyAt, workerB);
     process.stdout.write(
       `[sleep-restart] woken by the sweeper ${late} ms after its wake-up time, ${afterReady} ms after the later of it ` +
         `and the new worker's boot (${readyAt - wakeAt} ms from the wake-up time) ` +
