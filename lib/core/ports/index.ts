@@ -8,3 +8,4 @@ export * from './input-cipher.port';
 export * from './interrupt-store.port';
 export * from './coordination-store.port';
 export * from './schedule.port';
+export * from './flow-store.port';
