@@ -99,6 +99,14 @@ export type {
   OrderedLockOptions,
   StepCoordinationOptions,
 } from './core';
+export type {
+  FlowKey,
+  FlowConcurrencyOptions,
+  ThrottleOptions,
+  DebounceOptions,
+  BatchOptions,
+  FlowHandle,
+} from './core';
 
 // Step outcomes and signals
 export { success, skipped, halt, failure, Success, Skipped, Halt, Failure } from './core';
@@ -204,6 +212,8 @@ export type {
   MapStore,
   InterruptStore,
   CoordinationStore,
+  FlowStore,
+  FlowKeyView,
   ScheduleBackend,
   ScheduleStore,
   ScheduleTicker,

@@ -35,3 +35,4 @@ export type { SleepingStep } from './steps/sleep.step';
 export * from './definition/coordination-spec';
 export * from './tracing';
 export * from './definition/schedule-spec';
+export * from './definition/flow-spec';

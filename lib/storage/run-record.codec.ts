@@ -664,6 +664,7 @@ function progress(state: RunState): Omit<RunState, Collection | keyof Identity |
     stepContentions: state.stepContentions,
     asyncParent: state.asyncParent,
     retryAt: state.retryAt,
+    flow: state.flow,
     finishedAt: state.finishedAt,
   } satisfies Record<keyof Omit<RunState, Collection | keyof Identity | 'updatedAt'>, unknown>;
 }

@@ -151,8 +151,14 @@ export const PAUSED_INDEX_SCORE = 8_640_000_000_000_000;
  * period, so a run waiting for a retry is not looked at before it is due and never hides a stalled one.
  * A paused run sits at its earliest interrupt deadline, or at the end of time: thousands of runs
  * waiting for answers never fill a sweep's page (a resume claimed for it moves it to the claim's time).
+ * A run waiting for a concurrency slot sits at the end of time too; a delayed or gathering run at
+ * when it is due.
  */
 export function indexScore(state: RunState): number {
+  // A run waiting for a slot is the flow sweep's (it reads the key's queue), never a stalled run; a
+  // delayed or gathering one is looked at once it is due.
+  const wait = state.status === 'pending' ? state.flow?.wait : undefined;
+  if (wait !== undefined) return wait === 'queued' ? PAUSED_INDEX_SCORE : Math.max(state.updatedAt, state.flow!.at ?? 0);
   if (state.status === 'paused') {
     let deadline = PAUSED_INDEX_SCORE;
     const visit = (run: RunState): void => {

@@ -17,6 +17,7 @@ import type { StepClass, StepContext, StepHandler } from './step';
 import type { MapResults } from '../results/map-results';
 import type { RetryPolicy } from './retry-policy';
 import type { ReactorScheduleOption } from './schedule-spec';
+import type { BatchOptions, DebounceOptions, FlowConcurrencyOptions, FlowSpec, ThrottleOptions } from './flow-spec';
 
 /**
  * The handler spec of each step kind, by kind. `name` is stable (it goes into the definition
@@ -144,11 +145,21 @@ export interface ReactorOptions {
    */
   queue?: string;
   /**
-   * Jobs the worker of this reactor's {@link queue} runs at once in each process (not steps: see
-   * {@link maxConcurrency}). Needs `queue`; reactors sharing a queue give the same value or none.
-   * @default the module's `workerConcurrency`
+   * A number: jobs the worker of this reactor's {@link queue} runs at once in each process (not
+   * steps: see {@link maxConcurrency}); needs `queue`, and reactors sharing a queue give the same
+   * value or none (@default the module's `workerConcurrency`).
+   *
+   * An object, `{ key, limit, maxQueued? }`: flow control, at most `limit` live runs per key, the
+   * others queued in start order and started fairly (see {@link FlowConcurrencyOptions} and
+   * docs/flow-control.md).
    */
-  concurrency?: number;
+  concurrency?: number | FlowConcurrencyOptions;
+  /** At most `limit` starts per `periodMs` per key; the others are delayed to a later window (see {@link ThrottleOptions}). */
+  throttle?: ThrottleOptions;
+  /** Starts of a key within `periodMs` collapse into one run with the last inputs (see {@link DebounceOptions}). */
+  debounce?: DebounceOptions;
+  /** Starts of a key are collected into one run of `{ items }` (see {@link BatchOptions}). */
+  batch?: BatchOptions;
   /**
    * BullMQ priority of this reactor's jobs in its queue: 1 is the highest, up to 2 097 152. As in
    * BullMQ, jobs with no priority are taken before prioritized ones. @default none
@@ -204,6 +215,8 @@ export interface ReactorDefinition<I = unknown, O = unknown> {
   readonly routing?: ReactorRouting;
   /** The event that starts runs of the reactor (see {@link ReactorOptions.on}; not part of {@link hash}). */
   readonly trigger?: ReactorEventTrigger;
+  /** Flow control of the reactor's starts: concurrency per key, throttle, debounce, batch (not part of {@link hash}). */
+  readonly flow?: FlowSpec;
   /** Stable hash of the definition's shape; stored with each run. */
   readonly hash: string;
   /** @internal phantom types. */

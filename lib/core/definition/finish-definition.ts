@@ -17,6 +17,7 @@ import { toStepContract, type InputContract, type OutputContract, type StepContr
 import type { InputDefinition } from './input-spec';
 import { Ref, describeSource, type ArgSource } from './ref';
 import { toRetryPolicy, type RetryOptions } from './retry-policy';
+import { toFlowSpec } from './flow-spec';
 
 type Fail = (message: string, step?: string) => never;
 
@@ -141,6 +142,8 @@ export function finishDefinition<I, O>(
   if (typeof coordination === 'string') fail(coordination);
   const trigger = options.on === undefined ? undefined : toEventTrigger(options.on);
   if (typeof trigger === 'string') fail(trigger);
+  const flow = toFlowSpec(options, new Set(inputDefs.keys()));
+  if (typeof flow === 'string') fail(flow);
 
   const inputs = [...inputDefs.values()];
   const hash = definitionHash(reactorName, inputs, steps, returns, options.background);
@@ -159,16 +162,18 @@ export function finishDefinition<I, O>(
     ...(coordination ? { coordination } : {}),
     ...routingOf(options),
     ...(trigger ? { trigger } : {}),
+    ...(flow ? { flow } : {}),
     hash,
   });
 }
 
 /** The declared routing options, copied as given (the runtime that routes jobs validates them at boot). */
 function routingOf({ queue, concurrency, priority }: ReactorOptions): { routing?: ReactorRouting } {
-  if (queue === undefined && concurrency === undefined && priority === undefined) return {};
+  if (queue === undefined && typeof concurrency !== 'number' && priority === undefined) return {};
   const routing: { queue?: string; concurrency?: number; priority?: number } = {};
   if (queue !== undefined) routing.queue = queue;
-  if (concurrency !== undefined) routing.concurrency = concurrency;
+  // An object is flow control (concurrency per key), not the queue's worker concurrency.
+  if (typeof concurrency === 'number') routing.concurrency = concurrency;
   if (priority !== undefined) routing.priority = priority;
   return { routing: Object.freeze(routing) };
 }

@@ -3,6 +3,7 @@ import type { ReactorMiddleware } from '../middleware/events';
 import type { Clock } from '../ports/clock.port';
 import type { RateLimits } from '../definition/coordination-spec';
 import type { CoordinationStore } from '../ports/coordination-store.port';
+import type { FlowStore } from '../ports/flow-store.port';
 import type { InterruptStore } from '../ports/interrupt-store.port';
 import type { JobDispatcher } from '../ports/job-dispatcher.port';
 import type { LockManager } from '../ports/lock-manager.port';
@@ -71,6 +72,11 @@ export interface ReactorEngineOptions {
   asyncParkTimeoutMs?: number;
   /** Locks, semaphores, rate limits and periods; without it, a reactor declaring one is refused. */
   coordination?: CoordinationStore;
+  /**
+   * Flow control of starts (a reactor's `concurrency` per key, `throttle`, `debounce`, `batch`);
+   * without it, a reactor declaring one is refused.
+   */
+  flow?: FlowStore;
   /** Named rate limits (`@Reactor(name, { rateLimit: 'stripe' })`): one bucket per name. */
   rateLimits?: Readonly<Record<string, RateLimits>>;
   /** How many times a job waits for its run's lock, semaphore or rate limit before the run fails. @default 20 */
@@ -142,6 +148,7 @@ export interface EngineParts {
   readonly asyncWaitTimeoutMs: number;
   readonly asyncParkTimeoutMs: number;
   readonly coordination?: CoordinationStore;
+  readonly flow?: FlowStore;
   readonly lockSnoozeMaxAttempts: number;
   readonly clock: Clock;
   readonly resolver: StepResolver;

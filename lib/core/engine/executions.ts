@@ -118,11 +118,16 @@ export class Executions {
     };
   }
 
+  /** Called when a top-level run ended (its flow control gives its concurrency slot back). */
+  afterEnd?: (state: RunState) => Promise<void>;
+
   /**
-   * An async unit's run that ended resumes the run that dispatched it (its readers wait for it),
-   * whether it ended in its own execution or was cancelled where no process executed it.
+   * A run ended (terminal), in its own execution or where no process executed it (a cancel, an
+   * undo of a parked run): its concurrency slot goes to the next run of its key, and an async
+   * unit's run resumes the run that dispatched it (its readers wait for it).
    */
-  async resumeParent(state: RunState): Promise<void> {
+  async ended(state: RunState): Promise<void> {
+    await this.afterEnd?.(state);
     const parent = state.asyncParent;
     if (!parent || !this.dispatch.available) return;
     await this.dispatch.resume(parent.runId, parent.reactorName, 0, parent.unit === true);
@@ -272,7 +277,7 @@ export class Executions {
       if (outcome.status !== 'dispatched') this.waiters.notify(state.runId);
       if (outcome.status === 'paused') await this.afterPause?.(state);
       // An async unit that finished resumes the run that dispatched it (its readers wait for it).
-      if (isTerminal(state.status)) await this.resumeParent(state);
+      if (isTerminal(state.status)) await this.ended(state);
       if (mode === 'worker' && outcome.status === 'failed') this.logFailure(outcome.failure, state.runId);
       // A completed run's map value, a sleeping run's wake-up time: read through the view.
       return outcome.status === 'completed' || outcome.status === 'dispatched' ? this.view.outcome(state) : outcome;
@@ -316,6 +321,7 @@ export class Executions {
     state.finishedAt = state.updatedAt = now;
     await this.parts.storage.save(state, lease ? { lease, leaseTtlMs: this.parts.leaseTtlMs, releaseLease: true } : {});
     this.waiters.notify(state.runId);
+    await this.afterEnd?.(state);
     return outcomeOf(state);
   }
 }

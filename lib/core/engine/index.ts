@@ -10,3 +10,4 @@ export type { EmitOptions, EmitResult } from './events';
 export type { DrainOptions, DrainResult } from './executions';
 export { Schedules, scheduledRunId } from './schedules';
 export type { ScheduleOptions, ScheduleTriggerResult, ScheduleView, SchedulesParts } from './schedules';
+export type { FlowQueues } from './flow';

@@ -20,6 +20,9 @@ import { Recovery, type RecoveryOptions } from './recovery';
 import { Resumes, type ContinueOptions, type ContinueResult } from './resumes';
 import { Events, type EmitOptions, type EmitResult } from './events';
 import { Coordination } from './coordination';
+import { FlowControl, type FlowQueues } from './flow';
+import { failInputs } from './run-starter';
+import { runFailure } from '../model/failure';
 import { toRateWindows, type RateLimits } from '../definition/coordination-spec';
 import type { RateWindow } from '../ports/coordination-store.port';
 import { DefinitionRegistry } from './registry';
@@ -51,6 +54,7 @@ export class ReactorEngine {
   private readonly resumes: Resumes;
   private readonly events: Events;
   private readonly coordination: Coordination;
+  private readonly flow: FlowControl;
   private readonly parts: EngineParts;
   private readonly executions: Executions;
   /** Enqueues jobs, and traces the handling of one (its CONSUMER span). */
@@ -74,6 +78,7 @@ export class ReactorEngine {
       asyncWaitTimeoutMs: options.asyncWaitTimeoutMs ?? ENGINE_DEFAULTS.asyncWaitTimeoutMs,
       asyncParkTimeoutMs: options.asyncParkTimeoutMs ?? ENGINE_DEFAULTS.asyncParkTimeoutMs,
       coordination: options.coordination,
+      flow: options.flow,
       lockSnoozeMaxAttempts: options.lockSnoozeMaxAttempts ?? ENGINE_DEFAULTS.lockSnoozeMaxAttempts,
       clock: options.clock ?? systemClock,
       resolver: options.resolver ?? new ConstructingStepResolver(),
@@ -112,7 +117,33 @@ export class ReactorEngine {
     this.resumes = new Resumes(parts, this.registry, leases, executions, dispatch);
     executions.afterPause = (state) => this.resumes.afterPause(state);
     this.waiters.pendingResume = (state) => this.resumes.due(state);
-    this.starter = new RunStarter(parts, this.registry, dispatch, leases, executions, this.waiters, options.newRunId);
+    this.flow = new FlowControl(parts, this.registry, dispatch);
+    executions.afterEnd = (state) => this.flow.release(state);
+    this.flow.failRun = async (state, lease, code, message, fieldErrors) => {
+      const def = this.registry.forRun(state) ?? this.registry.get(state.reactorName);
+      state.status = 'running';
+      if (code === 'INPUT_VALIDATION' && fieldErrors) {
+        failInputs(def, state, fieldErrors);
+      } else {
+        state.status = 'failed';
+        state.finishedAt = parts.clock.now();
+        state.failure = runFailure({ message, code, reactorName: def.name, exceptionClass: 'Error', errorMessage: message, inputs: {} });
+      }
+      delete state.flow;
+      state.updatedAt = state.finishedAt ?? parts.clock.now();
+      await parts.storage.save(state, { lease, leaseTtlMs: parts.leaseTtlMs, releaseLease: true });
+      this.waiters.notify(state.runId);
+    };
+    this.starter = new RunStarter(
+      parts,
+      this.registry,
+      dispatch,
+      leases,
+      executions,
+      this.waiters,
+      options.newRunId,
+      this.flow,
+    );
     this.events = new Events(parts, this.registry, this.starter, this.resumes);
     this.runJobs = new RunJobs(
       parts.storage,
@@ -133,6 +164,7 @@ export class ReactorEngine {
         maxAttempts: options.lockSnoozeMaxAttempts ?? ENGINE_DEFAULTS.lockSnoozeMaxAttempts,
         fail: (runId, reason) => this.control.failRun(runId, reason),
       },
+      this.flow,
     );
     this.mapJobs = new MapJobs(parts, this.registry, dispatch, leases, executions);
     this.control = new RunControl(parts, this.registry, leases, executions, this.waiters, this.starter, dispatch);
@@ -146,6 +178,7 @@ export class ReactorEngine {
 
   /** Register a definition. Registering the same name with another shape is an error. */
   register(def: ReactorDefinition): void {
+    this.checkFlow(def);
     this.checkEncryption(def);
     this.checkInterrupts(def);
     this.checkCoordination(def);
@@ -159,6 +192,23 @@ export class ReactorEngine {
   validate(): void {
     this.registry.validate();
     for (const def of this.registry.all()) this.checkEncryption(def);
+  }
+
+  /** A reactor with flow control needs a flow store, and a dispatcher to start what it holds back. */
+  private checkFlow(def: ReactorDefinition): void {
+    if (!def.flow) return;
+    if (!this.parts.flow) {
+      throw new ConfigurationError(
+        `Reactor '${def.name}' declares concurrency, throttle, debounce or batch, but the engine has no flow store (its \`flow\` option).`,
+        'flow',
+      );
+    }
+    if (!this.dispatch.available) {
+      throw new ConfigurationError(
+        `Reactor '${def.name}' declares concurrency, throttle, debounce or batch, but the engine has no job dispatcher to start the runs it holds back.`,
+        'flow',
+      );
+    }
   }
 
   /** A reactor that stores its inputs encrypted needs adapters that can. */
@@ -436,8 +486,17 @@ export class ReactorEngine {
    * with no retry scheduled in the future. Returns how many were re-enqueued. Idempotent: a run
    * enqueued twice is executed once (the lease), so a mistaken re-enqueue costs one job.
    */
-  recoverStalled(options: RecoveryOptions = {}): Promise<number> {
-    return this.recovery.stalledRuns(options);
+  async recoverStalled(options: RecoveryOptions = {}): Promise<number> {
+    return (await this.recovery.stalledRuns(options)) + (await this.flow.sweep(options));
+  }
+
+  /**
+   * The concurrency queues of reactor `reactorName` (its `concurrency` flow control): per key, the
+   * runs holding a slot, how many wait, and the first `peek` waiting. `undefined` when it declares
+   * none. At most `limit` keys, least recently active first.
+   */
+  async flowQueues(reactorName: string, options: { limit?: number; peek?: number } = {}): Promise<FlowQueues | undefined> {
+    return this.flow.queues(this.registry.get(reactorName), options.limit, options.peek);
   }
 
   /**

@@ -165,11 +165,13 @@ export class RunControl {
       const parked = !isTerminal(state.status);
       const outcome = await this.rollBackHere(state, lease, released, 'undo', true);
       // What it kept is given back now, not when its TTL runs out (as `cancel` does).
-      if (parked && isTerminal(state.status))
+      if (parked && isTerminal(state.status)) {
         await this.executions.coordination?.releaseKept(
           this.registry.forRun(state) ?? this.registry.get(state.reactorName),
           state,
         );
+        await this.executions.afterEnd?.(state);
+      }
       return outcome;
     });
   }
@@ -223,7 +225,7 @@ export class RunControl {
             state,
           );
         // An async unit cancelled here (no process executing it) resumes its parent now.
-        if (isTerminal(state.status)) await this.executions.resumeParent(state);
+        if (isTerminal(state.status)) await this.executions.ended(state);
         return outcome;
       },
     );
@@ -333,6 +335,7 @@ export class RunControl {
         await this.executions.coordination?.abandonOrder(def, state, true);
       }
       this.waiters.notify(runId);
+      await this.executions.afterEnd?.(state);
     } catch (error) {
       logger.error(`Could not mark run '${runId}' failed: ${errorMessage(error)}`);
     }

@@ -19,6 +19,7 @@ import type { Executions } from './executions';
 import type { LeaseKeeper } from './lease-keeper';
 import type { DefinitionRegistry } from './registry';
 import type { Waiters } from './waiters';
+import type { FlowControl } from './flow';
 
 /** Resume jobs: a worker takes the run's lease, loads it, and executes it from its last checkpoint. */
 export class RunJobs {
@@ -44,6 +45,7 @@ export class RunJobs {
       maxAttempts: number;
       fail: (runId: string, reason: BrokenReason) => Promise<void>;
     } = { maxAttempts: ENGINE_DEFAULTS.lockSnoozeMaxAttempts, fail: async () => undefined },
+    private readonly flow?: FlowControl,
   ) {}
 
   /**
@@ -75,6 +77,8 @@ export class RunJobs {
     // A paused run goes on only when a claim (a resume, a due timeout) is there to apply.
     if (!state || isTerminal(state.status) || (state.status === 'paused' && !(await this.resumes?.prepare(state)))) {
       await this.leases.releaseQuietly(lease);
+      // A run that ended without giving its concurrency slot back (its process died): given back now.
+      if (state && isTerminal(state.status) && state.flow?.slot !== undefined) await this.flow?.release(state);
       return;
     }
     // The stored run names its reactor (and version); the job's name is only a hint.
@@ -97,6 +101,10 @@ export class RunJobs {
       return;
     }
     try {
+      // A run its flow control held back goes through the gate it waits at (it may wait again).
+      if (state.status === 'pending' && state.flow?.wait !== undefined && this.flow) {
+        if (!(await this.flow.advance(def, state, lease))) return;
+      }
       await this.executions.execute(def, state, lease, 'worker', executedBefore(state));
     } catch (error) {
       if (error instanceof ConfigurationError && COORDINATION_OPTIONS.includes(error.option ?? '')) {
@@ -222,4 +230,15 @@ function executedBefore(state: RunState): boolean {
 export const UNKNOWN_REACTOR_MEMO = 10_000;
 
 /** Options whose configuration errors fail a run for good (coordination keys and named limits). */
-const COORDINATION_OPTIONS = ['rateLimits', 'rateLimit', 'lock', 'semaphore', 'period', 'orderedLock'];
+const COORDINATION_OPTIONS = [
+  'rateLimits',
+  'rateLimit',
+  'lock',
+  'semaphore',
+  'period',
+  'orderedLock',
+  'concurrency',
+  'throttle',
+  'debounce',
+  'batch',
+];

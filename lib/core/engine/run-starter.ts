@@ -23,6 +23,8 @@ import type { Executions } from './executions';
 import type { LeaseKeeper } from './lease-keeper';
 import type { DefinitionRegistry } from './registry';
 import type { Waiters } from './waiters';
+import type { FlowControl } from './flow';
+import type { FlowHandle } from '../results/run-outcome';
 
 /** Starting runs: validate inputs, store the new run, then execute it here or hand it to a worker. */
 export class RunStarter {
@@ -34,13 +36,16 @@ export class RunStarter {
     private readonly executions: Executions,
     private readonly waiters: Waiters,
     private readonly newRunId: () => string = randomUUID,
+    private readonly flow?: FlowControl,
   ) {}
 
   /** Run in this process until done or a hand-off (the outcome is then `dispatched`). */
   async run<I, O>(target: ReactorDefinition<I, O> | string, input: I, options: RunOptions): Promise<RunOutcome<O>> {
     const def = this.resolveTarget(target);
+    if (this.flow?.gathers(def)) return this.gathered<O>(def, input, options);
     const background = def.background !== undefined && 'all' in def.background;
     const prepared = await this.prepare(def, input, options, background ? 'handoff' : 'caller');
+    if (prepared.held) return { ...outcomeOf<O>(prepared.state), flow: prepared.held } as RunOutcome<O>;
     if (prepared.replayed) {
       // The first call's run: its outcome once it has one (the first caller may still be running it).
       const { state } = prepared;
@@ -69,9 +74,64 @@ export class RunStarter {
     retryOf?: { runId: string; count: number },
   ): Promise<RunOutcome<O>> {
     const def = this.resolveTarget(target);
+    if (this.flow?.gathers(def)) return this.gathered<O>(def, input, options, retryOf);
     const prepared = await this.prepare(def, input, options, 'handoff', retryOf);
     const outcome = outcomeOf<O>(prepared.state);
+    if (prepared.held) return { ...outcome, flow: prepared.held } as RunOutcome<O>;
     return prepared.replayed ? { ...outcome, replayed: true } : outcome;
+  }
+
+  /**
+   * A start of a debounced or batched reactor: it joins its key's gather, whose run (stored
+   * `pending` by the start that finds it missing) a worker starts when the gather is due. Invalid
+   * inputs of a debounced start fail a run of their own, as any start's do.
+   */
+  private async gathered<O>(
+    def: ReactorDefinition,
+    input: unknown,
+    options: RunOptions,
+    retryOf?: { runId: string; count: number },
+  ): Promise<RunOutcome<O>> {
+    const flow = this.flow!;
+    if (options.runId !== undefined || options.idempotencyKey !== undefined) {
+      throw new ConfigurationError(
+        `Reactor '${def.name}' ${def.flow?.debounce ? 'debounces' : 'batches'} its starts: runId and idempotencyKey cannot be given (starts that are gathered share one run, whose id the start returns).`,
+        'flow',
+      );
+    }
+    const { clock, storage } = this.parts;
+    let inputs: Record<string, unknown> = {};
+    if (def.flow?.debounce) {
+      const validated = await validateReactorInputs(def.inputs, input, { fresh: true });
+      if (Object.keys(validated.errors).length > 0) {
+        const failed = newRunState(def, this.newRunId(), validated.inputs, clock.now());
+        failInputs(def, failed, validated.errors);
+        await this.create(def, failed, undefined);
+        return outcomeOf<O>(failed);
+      }
+      inputs = validated.inputs;
+    } else {
+      const problem = jsonProblem(input);
+      if (problem !== undefined) {
+        throw new InputValidationError(
+          `Reactor '${def.name}': a batched start's input cannot be stored as it is: ${problem} (use JSON-compatible values)`,
+          { input: [`cannot be stored as it is: ${problem}`] },
+          def.name,
+        );
+      }
+    }
+    const gathered = await flow.gather(def, this.newRunId(), inputs, input);
+    const state = newRunState(def, gathered.runId, def.flow?.debounce ? inputs : { items: [input] }, clock.now());
+    state.status = 'pending';
+    state.flow = { wait: gathered.handle.state as 'debounced' | 'batched', key: gathered.handle.key, at: gathered.handle.startAt };
+    if (retryOf) {
+      state.retriedFrom = retryOf.runId;
+      state.retryCount = retryOf.count;
+    }
+    // The first start to find the gather's run missing stores it and wakes it when it is due.
+    const created = await storage.save(state, { createOnly: true });
+    if (created || gathered.full) await this.dispatch.resume(gathered.runId, def.name, gathered.full ? 0 : gathered.dueInMs);
+    return { ...outcomeOf<O>(state), flow: gathered.handle } as RunOutcome<O>;
   }
 
   /**
@@ -169,7 +229,7 @@ export class RunStarter {
     options: RunOptions,
     mode: 'caller' | 'handoff',
     retryOf?: { runId: string; count: number },
-  ): Promise<{ state: RunState; lease?: Lease; replayed?: boolean; holding?: Holding }> {
+  ): Promise<{ state: RunState; lease?: Lease; replayed?: boolean; holding?: Holding; held?: FlowHandle }> {
     // A key bound by an earlier call, or a given id, may name a run that exists: the create
     // (createOnly) says so, and that run is returned, without a read before every create.
     const runId = await this.runIdFor(def, options);
@@ -237,7 +297,7 @@ export class RunStarter {
     options: RunOptions,
     mode: 'caller' | 'handoff',
     retryOf?: { runId: string; count: number },
-  ): Promise<{ state: RunState; lease?: Lease; replayed?: boolean; holding?: Holding }> {
+  ): Promise<{ state: RunState; lease?: Lease; replayed?: boolean; holding?: Holding; held?: FlowHandle }> {
     const { clock, middleware } = this.parts;
     const { inputs, errors } = await validateReactorInputs(def.inputs, input, { fresh: true });
     const state = newRunState(def, runId, inputs, clock.now());
@@ -257,18 +317,58 @@ export class RunStarter {
       // The caller executes the run: take its lease in the same write that creates it.
       else lease = this.leases.newLease(runLeaseKey(runId));
     }
-    // A caller takes the reactor's coordination before the run exists: a contended lock, semaphore
-    // or rate limit throws to the caller and stores nothing; a used period stores the run halted.
-    let holding: Holding | undefined;
     const coordination = this.executions.coordination;
     // A run that exists (a replay by key or id) is returned before this call takes any of the
     // reactor's coordination: a replay is not a run that starts (no rate charged, no turn taken on
     // an ordered lock, no lock contended with its own run). One read, for such calls only.
     const mayExist = options.idempotencyKey !== undefined || options.runId !== undefined;
-    if (state.status === 'running' && def.coordination && coordination && mayExist) {
+    if (state.status === 'running' && ((def.coordination && coordination) || def.flow) && mayExist) {
       const found = await this.existing(def, runId);
       if (found) return this.replayOf(def, found, options, hash);
     }
+    // Flow control (throttle, then concurrency): a run held back is stored `pending`, with no
+    // lease and no coordination taken; a delayed one is woken when its window comes, a queued one
+    // when a run of its key gives its slot back.
+    if (state.status === 'running' && def.flow && this.flow) {
+      const held = await this.flow.enter(def, state);
+      if (held) {
+        delete state.handoff;
+        if (!(await this.create(def, state, undefined))) {
+          await this.flow.release(state);
+          const found = await this.existing(def, runId);
+          if (found) return this.replayOf(def, found, options, hash);
+          throw new InvalidRunStateError(`A run with id '${runId}' already exists; run ids must be unique.`, runId, 'exists');
+        }
+        if (held.handle.state === 'delayed') {
+          await this.dispatch.resume(runId, def.name, Math.max(1, (held.handle.startAt ?? 0) - clock.now()));
+        }
+        return { state, held: held.handle };
+      }
+    }
+    try {
+      return await this.stored(def, state, lease, options, mode, hash);
+    } catch (error) {
+      // Not started: the slot it took goes to the next run of its key.
+      await this.flow?.release(state);
+      throw error;
+    }
+  }
+
+  /** Take the reactor's coordination (a caller) and store the new run; hand it off when it is the worker's. */
+  private async stored(
+    def: ReactorDefinition,
+    state: RunState,
+    lease: Lease | undefined,
+    options: RunOptions,
+    mode: 'caller' | 'handoff',
+    hash: string | undefined,
+  ): Promise<{ state: RunState; lease?: Lease; replayed?: boolean; holding?: Holding }> {
+    const { clock, middleware } = this.parts;
+    const runId = state.runId;
+    const coordination = this.executions.coordination;
+    // A caller takes the reactor's coordination before the run exists: a contended lock, semaphore
+    // or rate limit throws to the caller and stores nothing; a used period stores the run halted.
+    let holding: Holding | undefined;
     if (state.status === 'running' && def.coordination && coordination) {
       // Its place on an ordered lock is taken at start, in every mode.
       await coordination.assignOrder(def, state);
@@ -312,6 +412,7 @@ export class RunStarter {
     }
     if (!created) {
       await holding?.leave(state);
+      await this.flow?.release(state);
       // A replay (or a refused key): this call's place on an ordered lock is given up at once, or
       // the next run would wait the poison pill for a run that never comes.
       if (def.coordination && coordination) await coordination.abandonOrder(def, state);
@@ -340,7 +441,7 @@ export class RunStarter {
 }
 
 /** Mark a new run failed because of its inputs: `INPUT_VALIDATION`, naming every field at fault. */
-function failInputs(def: ReactorDefinition, state: RunState, fieldErrors: FieldErrors): void {
+export function failInputs(def: ReactorDefinition, state: RunState, fieldErrors: FieldErrors): void {
   const error = new InputValidationError(
     `Reactor '${def.name}': input validation failed: ${describeFieldErrors(fieldErrors)}`,
     fieldErrors,

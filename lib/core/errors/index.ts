@@ -11,6 +11,7 @@ export * from './storage-unavailable.error';
 export * from './invalid-argument.error';
 export * from './interrupt.error';
 export * from './coordination.error';
+export * from './flow.error';
 export * from './step-aborted.error';
 export * from './schedule.error';
 export * from './closest-names';

@@ -41,7 +41,9 @@ export type ReactorErrorCode =
   | 'INTERNAL'
   | 'STEP_ABORTED'
   | 'INVALID_ARGUMENT'
-  | 'SCHEDULE_NOT_FOUND';
+  | 'SCHEDULE_NOT_FOUND'
+  | 'FLOW_QUEUE_FULL'
+  | 'FLOW_GATHER_LOST';
 
 /** The JSON form of an error, as stored with a run and shown by `ReactorClient.get`. */
 export interface SerializedError {

@@ -183,9 +183,27 @@ export interface RunState {
   maps?: Record<string, MapRecord>;
   /** A retry scheduled for a step in a worker: earliest time it may run. */
   retryAt?: Record<string, number>;
+  /**
+   * Flow control (the reactor's `concurrency`, `throttle`, `debounce`, `batch`): the concurrency key
+   * whose slot the run holds once it started; while it is `pending`, what it waits for and its key,
+   * and when it may start (`delayed`) or its gather is due (`debounced`, `batched`).
+   */
+  flow?: RunFlow;
   createdAt: number;
   updatedAt: number;
   finishedAt?: number;
+}
+
+/** See {@link RunState.flow}. */
+export interface RunFlow {
+  /** The concurrency key the run holds a slot of (or waits for, `queued`). */
+  slot?: string;
+  /** Why a `pending` run has not started; absent once it started. */
+  wait?: 'queued' | 'delayed' | 'debounced' | 'batched';
+  /** The throttle key (`delayed`) or the gather's key (`debounced`, `batched`). */
+  key?: string;
+  /** When a `delayed` run may start, or its gather is due (ms). */
+  at?: number;
 }
 
 /** What a run inherits from the run it belongs to (a composed child's parent, a map element's map). */

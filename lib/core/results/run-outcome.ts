@@ -41,9 +41,29 @@ export interface HaltedOutcome extends RunOutcomeBase {
   reason: string;
   details?: unknown;
 }
+/**
+ * A start its reactor's flow control holds back (see docs/flow-control.md): `queued` for a
+ * concurrency slot of `key`, `delayed` by its throttle to `startAt`, or gathered with other starts
+ * of `key` (`debounced`, `batched`) into the run `runId` names, due at `startAt`.
+ */
+export interface FlowHandle {
+  state: 'queued' | 'delayed' | 'debounced' | 'batched';
+  /** The flow key (the empty string when the reactor declares none: one key for all its runs). */
+  key: string;
+  /** `queued`: the run's place in the key's queue when it was started (1: next). */
+  position?: number;
+  /** When it may start (`delayed`) or its gather is due (`debounced`, `batched`), in ms. */
+  startAt?: number;
+}
+
 /** The rest of the run was handed to a worker; poll with `get` or `wait`. */
 export interface DispatchedOutcome extends RunOutcomeBase {
   status: 'dispatched';
+  /**
+   * Set while the run has not started because its reactor's flow control holds it back (queued,
+   * delayed, debounced or batched): what it waits for. `runId` is the run it becomes.
+   */
+  flow?: FlowHandle;
   /**
    * Set while the run sleeps (`r.sleep`): the sleep's path (`wait`, or `child.wait` in compose step
    * `child`) and when it wakes (epoch ms). Set by `client.run`, `get` and `wait`.
@@ -132,9 +152,23 @@ export function outcomeOf<T = unknown>(state: RunState): RunOutcome<T> {
         waitingFor,
       };
     }
-    default:
-      return { ...base, status: 'dispatched' };
+    default: {
+      const handle = flowHandleOf(state);
+      return handle ? { ...base, status: 'dispatched', flow: handle } : { ...base, status: 'dispatched' };
+    }
   }
+}
+
+/** What a run that has not started waits for, from its flow control (see {@link FlowHandle}). */
+export function flowHandleOf(state: RunState): FlowHandle | undefined {
+  const flow = state.flow;
+  if (state.status !== 'pending' || flow?.wait === undefined) return undefined;
+  const key = flow.wait === 'queued' ? flow.slot : flow.key;
+  return {
+    state: flow.wait,
+    key: key ?? '',
+    ...(flow.at !== undefined && flow.wait !== 'queued' ? { startAt: flow.at } : {}),
+  };
 }
 
 function brokenFailure(state: RunState): RunFailure {
