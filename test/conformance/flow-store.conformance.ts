@@ -423,6 +423,11 @@ export function describeFlowStoreConformance(name: string, factory: FlowFactory)
         expect(await enter('*', 'other')).toEqual({ state: 'queued', position: 1 });
         expect(await leave('{tenant}:a', 'same-run')).toEqual(['other']);
         expect(await inspect('*')).toMatchObject({ key: '*', queued: 1, next: ['other'] });
+        // Reactor names too: one with braces and colons is a reactor of its own.
+        const braced = `{${reactor}}:a}`;
+        expect(await store.enter(braced, '{tenant}:a', 'third', 1, 10)).toEqual({ state: 'admitted' });
+        expect(await store.keys(braced, 10)).toEqual(['{tenant}:a']);
+        expect(await liveIds('{tenant}:a')).toEqual(['other']);
       });
 
       it('prunes a key only when it holds no run and its last activity is older than idleMs', async () => {
@@ -662,6 +667,12 @@ export function describeFlowStoreConformance(name: string, factory: FlowFactory)
         }
         expect(await take('k', 'run-1')).toEqual({ due: false, dueAt: first.now + LONG, now: expect.any(Number) });
         expect(await take('k', 'run-2')).toBeUndefined();
+        // `now` is the store's time of the call.
+        const before = await store.now();
+        const reply = await gather('k', 'run-9', 'e', spec);
+        const after = await store.now();
+        expect(reply.now).toBeGreaterThanOrEqual(before);
+        expect(reply.now).toBeLessThanOrEqual(after);
       });
 
       it('closes when it holds maxSize items: due at once, and the next start opens another gather', async () => {
@@ -869,7 +880,7 @@ export function describeFlowStoreConformance(name: string, factory: FlowFactory)
 
     describe('arguments', () => {
       it('refuses limits, sizes and times that are not positive integers, storing nothing', async () => {
-        const refused = [
+        const refused: Array<() => Promise<unknown>> = [
           () => enter('k', 'a', 0, 10),
           () => enter('k', 'a', 1.5, 10),
           () => enter('k', 'a', -1, 10),

@@ -4,11 +4,12 @@ import { MemoryReactorStorage } from './memory-reactor.storage';
 import { MemoryMapStore } from './memory-map.store';
 import { MemoryInterruptStore } from './memory-interrupt.store';
 import { MemoryCoordinationStore } from './memory-coordination.store';
+import { MemoryFlowStore } from './memory-flow.store';
 
 /**
  * The embedded runtime's adapters: storage and lock manager sharing one lease table, the map store,
- * the interrupt store on the same runs, and the coordination store (locks, semaphores, rate
- * limits, periods, ordered locks).
+ * the interrupt store on the same runs, the coordination store (locks, semaphores, rate limits,
+ * periods, ordered locks) and the flow store (concurrency queues, throttles, gathers).
  */
 export interface MemoryAdapters {
   storage: MemoryReactorStorage;
@@ -16,12 +17,13 @@ export interface MemoryAdapters {
   maps: MemoryMapStore;
   interrupts: MemoryInterruptStore;
   coordination: MemoryCoordinationStore;
+  flow: MemoryFlowStore;
 }
 
 /**
  * Build a {@link MemoryReactorStorage} fenced by a {@link MemoryLockManager}, both on `clock`, with
- * a {@link MemoryMapStore}, a {@link MemoryInterruptStore} (on the same storage and clock) and a
- * {@link MemoryCoordinationStore} (on the same clock).
+ * a {@link MemoryMapStore}, a {@link MemoryInterruptStore} (on the same storage and clock), a
+ * {@link MemoryCoordinationStore} and a {@link MemoryFlowStore} (on the same clock).
  * @param clock @default systemClock
  */
 export function createMemoryAdapters(
@@ -37,5 +39,6 @@ export function createMemoryAdapters(
     maps: new MemoryMapStore(locks, { inputCipher, cancelRequested: (runId) => storage.hasCancelRequest(runId) }),
     interrupts: new MemoryInterruptStore(storage, clock),
     coordination: new MemoryCoordinationStore(clock),
+    flow: new MemoryFlowStore(clock),
   };
 }

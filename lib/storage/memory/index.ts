@@ -4,3 +4,4 @@ export { createMemoryAdapters, type MemoryAdapters } from './create-memory-adapt
 export { MemoryMapStore } from './memory-map.store';
 export { MemoryInterruptStore } from './memory-interrupt.store';
 export { MemoryCoordinationStore } from './memory-coordination.store';
+export { MemoryFlowStore } from './memory-flow.store';
