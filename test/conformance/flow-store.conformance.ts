@@ -35,7 +35,7 @@ export function describeFlowStoreConformance(name: string, factory: FlowFactory)
       reactor = `reactor-${randomUUID()}`;
     });
     afterEach(async () => {
-      await h.cleanup();
+      await h?.cleanup();
     });
 
     const short = () => h.shortMs ?? 200;
