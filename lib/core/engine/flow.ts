@@ -237,12 +237,20 @@ export class FlowControl {
    */
   async release(state: RunState): Promise<void> {
     const slot = state.flow?.slot;
+    const wait = state.flow?.wait;
     const store = this.parts.flow;
-    if (slot === undefined || !store || !this.registry.has(state.reactorName)) return;
+    if ((slot === undefined && wait === undefined) || !store || !this.registry.has(state.reactorName)) return;
     const def = this.registry.forRun(state) ?? this.registry.get(state.reactorName);
-    const limit = def.flow?.concurrency?.limit;
-    if (limit === undefined) return;
     try {
+      if ((wait === 'debounced' || wait === 'batched') && isTerminal(state.status)) {
+        // A gathered run that ended before it started (cancelled): its gather is closed when it is
+        // due, so that later starts open another instead of joining a run that will never start.
+        const taken = await store.take(def.name, state.flow?.key ?? '', state.runId);
+        if (taken && !taken.due) await this.dispatch.resume(state.runId, def.name, Math.max(1, taken.dueAt - taken.now));
+        return;
+      }
+      const limit = def.flow?.concurrency?.limit;
+      if (slot === undefined || limit === undefined) return;
       await this.admit(def, await store.leave(def.name, slot, state.runId, limit));
     } catch (error) {
       this.parts.logger.warn(

@@ -78,7 +78,7 @@ export class RunJobs {
     if (!state || isTerminal(state.status) || (state.status === 'paused' && !(await this.resumes?.prepare(state)))) {
       await this.leases.releaseQuietly(lease);
       // A run that ended without giving its concurrency slot back (its process died): given back now.
-      if (state && isTerminal(state.status) && state.flow?.slot !== undefined) await this.flow?.release(state);
+      if (state && isTerminal(state.status) && state.flow !== undefined) await this.flow?.release(state);
       return;
     }
     // The stored run names its reactor (and version); the job's name is only a hint.
