@@ -68,15 +68,19 @@ export const BATCH_INPUT = 'items';
  * Normalize the flow options of a reactor; a string is the problem (the caller names the reactor).
  * `concurrency` given as a number is the worker concurrency of the reactor's queue, not flow control.
  */
-export function toFlowSpec(options: {
-  concurrency?: number | FlowConcurrencyOptions;
-  throttle?: ThrottleOptions;
-  debounce?: DebounceOptions;
-  batch?: BatchOptions;
-}, inputNames: ReadonlySet<string>): FlowSpec | string | undefined {
+export function toFlowSpec(
+  options: {
+    concurrency?: number | FlowConcurrencyOptions;
+    throttle?: ThrottleOptions;
+    debounce?: DebounceOptions;
+    batch?: BatchOptions;
+  },
+  inputNames: ReadonlySet<string>,
+): FlowSpec | string | undefined {
   const concurrency = typeof options.concurrency === 'object' ? options.concurrency : undefined;
   const { throttle, debounce, batch } = options;
-  if (options.concurrency === null) return 'concurrency must be a number (queue workers) or { key?, limit, maxQueued? }';
+  if (options.concurrency === null)
+    return 'concurrency must be a number (queue workers) or { key?, limit, maxQueued? }';
   if (!concurrency && !throttle && !debounce && !batch) return undefined;
   for (const [what, value] of [
     ['concurrency', concurrency],
@@ -95,14 +99,20 @@ export function toFlowSpec(options: {
       ? undefined
       : `${what} must be an integer from ${min} to ${max} (got ${String(value)})`;
   const problem =
-    (concurrency && (int('concurrency.limit', concurrency.limit, 1) ?? (concurrency.maxQueued !== undefined ? int('concurrency.maxQueued', concurrency.maxQueued, 1) : undefined))) ||
-    (throttle && (int('throttle.limit', throttle.limit, 1) ?? int('throttle.periodMs', throttle.periodMs, 1, MAX_MS))) ||
+    (concurrency &&
+      (int('concurrency.limit', concurrency.limit, 1) ??
+        (concurrency.maxQueued !== undefined ? int('concurrency.maxQueued', concurrency.maxQueued, 1) : undefined))) ||
+    (throttle &&
+      (int('throttle.limit', throttle.limit, 1) ?? int('throttle.periodMs', throttle.periodMs, 1, MAX_MS))) ||
     (debounce &&
       (int('debounce.periodMs', debounce.periodMs, 1, MAX_MS) ??
-        (debounce.maxWaitMs !== undefined ? int('debounce.maxWaitMs', debounce.maxWaitMs, debounce.periodMs, MAX_MS) : undefined))) ||
+        (debounce.maxWaitMs !== undefined
+          ? int('debounce.maxWaitMs', debounce.maxWaitMs, debounce.periodMs, MAX_MS)
+          : undefined))) ||
     (batch && (int('batch.maxSize', batch.maxSize, 1, 10_000) ?? int('batch.maxWaitMs', batch.maxWaitMs, 1, MAX_MS)));
   if (problem) return problem;
-  if (debounce && batch) return 'debounce and batch cannot both be declared: a start is either collapsed into the last one or collected with the others';
+  if (debounce && batch)
+    return 'debounce and batch cannot both be declared: a start is either collapsed into the last one or collected with the others';
   if (batch && !inputNames.has(BATCH_INPUT)) {
     return `batch: a batched run's inputs are { ${BATCH_INPUT}: [each start's input] }; declare r.input('${BATCH_INPUT}')`;
   }
@@ -111,9 +121,17 @@ export function toFlowSpec(options: {
   }
   return Object.freeze({
     ...(concurrency
-      ? { concurrency: Object.freeze({ key: concurrency.key, limit: concurrency.limit, maxQueued: concurrency.maxQueued ?? DEFAULT_MAX_QUEUED }) }
+      ? {
+          concurrency: Object.freeze({
+            key: concurrency.key,
+            limit: concurrency.limit,
+            maxQueued: concurrency.maxQueued ?? DEFAULT_MAX_QUEUED,
+          }),
+        }
       : {}),
-    ...(throttle ? { throttle: Object.freeze({ key: throttle.key, limit: throttle.limit, periodMs: throttle.periodMs }) } : {}),
+    ...(throttle
+      ? { throttle: Object.freeze({ key: throttle.key, limit: throttle.limit, periodMs: throttle.periodMs }) }
+      : {}),
     ...(debounce
       ? {
           debounce: Object.freeze({

@@ -202,7 +202,13 @@ export class FlowControl {
       state.inputs = wait === 'debounced' || Object.keys(errors).length > 0 ? (raw as Record<string, unknown>) : inputs;
       delete state.flow;
       if (Object.keys(errors).length > 0) {
-        await this.failRun?.(state, lease, 'INPUT_VALIDATION', `Reactor '${def.name}': input validation failed`, errors);
+        await this.failRun?.(
+          state,
+          lease,
+          'INPUT_VALIDATION',
+          `Reactor '${def.name}': input validation failed`,
+          errors,
+        );
         return false;
       }
       state.inputs = inputs;
@@ -246,7 +252,8 @@ export class FlowControl {
         // A gathered run that ended before it started (cancelled): its gather is closed when it is
         // due, so that later starts open another instead of joining a run that will never start.
         const taken = await store.take(def.name, state.flow?.key ?? '', state.runId);
-        if (taken && !taken.due) await this.dispatch.resume(state.runId, def.name, Math.max(1, taken.dueAt - taken.now));
+        if (taken && !taken.due)
+          await this.dispatch.resume(state.runId, def.name, Math.max(1, taken.dueAt - taken.now));
         return;
       }
       const limit = def.flow?.concurrency?.limit;

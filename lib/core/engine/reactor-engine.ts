@@ -127,7 +127,14 @@ export class ReactorEngine {
       } else {
         state.status = 'failed';
         state.finishedAt = parts.clock.now();
-        state.failure = runFailure({ message, code, reactorName: def.name, exceptionClass: 'Error', errorMessage: message, inputs: {} });
+        state.failure = runFailure({
+          message,
+          code,
+          reactorName: def.name,
+          exceptionClass: 'Error',
+          errorMessage: message,
+          inputs: {},
+        });
       }
       delete state.flow;
       state.updatedAt = state.finishedAt ?? parts.clock.now();
@@ -495,7 +502,10 @@ export class ReactorEngine {
    * runs holding a slot, how many wait, and the first `peek` waiting. `undefined` when it declares
    * none. At most `limit` keys, least recently active first.
    */
-  async flowQueues(reactorName: string, options: { limit?: number; peek?: number } = {}): Promise<FlowQueues | undefined> {
+  async flowQueues(
+    reactorName: string,
+    options: { limit?: number; peek?: number } = {},
+  ): Promise<FlowQueues | undefined> {
     return this.flow.queues(this.registry.get(reactorName), options.limit, options.peek);
   }
 

@@ -74,7 +74,8 @@ export class RunStarter {
     retryOf?: { runId: string; count: number },
   ): Promise<RunOutcome<O>> {
     const def = this.resolveTarget(target);
-    if (this.flow?.gathers(def)) return this.gathered<O>(def, input, options, retryOf);
+    // A retry of a gathered run starts with that run's inputs (a batch's `{ items }`), gathered once already.
+    if (this.flow?.gathers(def) && !retryOf) return this.gathered<O>(def, input, options);
     const prepared = await this.prepare(def, input, options, 'handoff', retryOf);
     const outcome = outcomeOf<O>(prepared.state);
     if (prepared.held) return { ...outcome, flow: prepared.held } as RunOutcome<O>;
@@ -86,25 +87,59 @@ export class RunStarter {
    * `pending` by the start that finds it missing) a worker starts when the gather is due. Invalid
    * inputs of a debounced start fail a run of their own, as any start's do.
    */
-  private async gathered<O>(
+  private async gathered<O>(def: ReactorDefinition, input: unknown, options: RunOptions): Promise<RunOutcome<O>> {
+    const { storage } = this.parts;
+    // Starts that are gathered share one run: a given `runId` or `idempotencyKey` cannot name it,
+    // so either one dedupes the start instead (an event delivered twice, a schedule's tick handled
+    // twice): the same token again replays the first start, answering the gather's run id.
+    const token =
+      options.idempotencyKey !== undefined
+        ? `key:${String(options.idempotencyKey)}`
+        : options.runId !== undefined
+          ? `runId:${String(options.runId)}`
+          : undefined;
+    if (options.runId !== undefined)
+      checkRunId(options.runId, `Reactor '${def.name}': option runId`, 'Omit runId for a new one.');
+    const startId = this.newRunId();
+    if (token !== undefined) {
+      const bound = await this.runIdFor(def, { runId: startId, idempotencyKey: token });
+      if (bound !== startId) {
+        // A replay: the run its first start joined (stored by then, or about to be).
+        const found = await storage.load(bound);
+        const shell = {
+          runId: bound,
+          reactorName: def.name,
+          results: {},
+          trace: [],
+          attempts: {},
+          status: 'dispatched' as const,
+        };
+        return { ...(found ? outcomeOf<O>(found) : shell), replayed: true } as RunOutcome<O>;
+      }
+    }
+    try {
+      return await this.gather<O>(def, input, startId, token);
+    } catch (error) {
+      // Refused before it joined a gather (a key function that throws, an input JSON cannot hold):
+      // the token is not the start's.
+      if (token !== undefined) await this.unbind(def, startId, { idempotencyKey: token }, error);
+      throw error;
+    }
+  }
+
+  private async gather<O>(
     def: ReactorDefinition,
     input: unknown,
-    options: RunOptions,
-    retryOf?: { runId: string; count: number },
+    startId: string,
+    token: string | undefined,
   ): Promise<RunOutcome<O>> {
     const flow = this.flow!;
-    if (options.runId !== undefined || options.idempotencyKey !== undefined) {
-      throw new ConfigurationError(
-        `Reactor '${def.name}' ${def.flow?.debounce ? 'debounces' : 'batches'} its starts: runId and idempotencyKey cannot be given (starts that are gathered share one run, whose id the start returns).`,
-        'flow',
-      );
-    }
-    const { clock, storage } = this.parts;
+    const { clock, storage, idempotencyWindowMs } = this.parts;
     let inputs: Record<string, unknown> = {};
     if (def.flow?.debounce) {
       const validated = await validateReactorInputs(def.inputs, input, { fresh: true });
       if (Object.keys(validated.errors).length > 0) {
-        const failed = newRunState(def, this.newRunId(), validated.inputs, clock.now());
+        const failed = newRunState(def, startId, validated.inputs, clock.now());
         failInputs(def, failed, validated.errors);
         await this.create(def, failed, undefined);
         return outcomeOf<O>(failed);
@@ -120,17 +155,29 @@ export class RunStarter {
         );
       }
     }
-    const gathered = await flow.gather(def, this.newRunId(), inputs, input);
+    const gathered = await flow.gather(def, startId, inputs, input);
+    if (
+      token !== undefined &&
+      gathered.runId !== startId &&
+      storage.releaseIdempotencyKey &&
+      storage.claimIdempotencyKey
+    ) {
+      // The start joined an open gather: its token names the gather's run from now on (a duplicate
+      // arriving between these two writes is not recognized: it joins the gather again).
+      await storage.releaseIdempotencyKey(def.name, token, startId);
+      await storage.claimIdempotencyKey(def.name, token, gathered.runId, idempotencyWindowMs);
+    }
     const state = newRunState(def, gathered.runId, def.flow?.debounce ? inputs : { items: [input] }, clock.now());
     state.status = 'pending';
-    state.flow = { wait: gathered.handle.state as 'debounced' | 'batched', key: gathered.handle.key, at: gathered.handle.startAt };
-    if (retryOf) {
-      state.retriedFrom = retryOf.runId;
-      state.retryCount = retryOf.count;
-    }
+    state.flow = {
+      wait: gathered.handle.state as 'debounced' | 'batched',
+      key: gathered.handle.key,
+      at: gathered.handle.startAt,
+    };
     // The first start to find the gather's run missing stores it and wakes it when it is due.
     const created = await storage.save(state, { createOnly: true });
-    if (created || gathered.full) await this.dispatch.resume(gathered.runId, def.name, gathered.full ? 0 : gathered.dueInMs);
+    if (created || gathered.full)
+      await this.dispatch.resume(gathered.runId, def.name, gathered.full ? 0 : gathered.dueInMs);
     return { ...outcomeOf<O>(state), flow: gathered.handle } as RunOutcome<O>;
   }
 
@@ -298,7 +345,7 @@ export class RunStarter {
     mode: 'caller' | 'handoff',
     retryOf?: { runId: string; count: number },
   ): Promise<{ state: RunState; lease?: Lease; replayed?: boolean; holding?: Holding; held?: FlowHandle }> {
-    const { clock, middleware } = this.parts;
+    const { clock } = this.parts;
     const { inputs, errors } = await validateReactorInputs(def.inputs, input, { fresh: true });
     const state = newRunState(def, runId, inputs, clock.now());
     if (retryOf) {
@@ -337,7 +384,11 @@ export class RunStarter {
           await this.flow.release(state);
           const found = await this.existing(def, runId);
           if (found) return this.replayOf(def, found, options, hash);
-          throw new InvalidRunStateError(`A run with id '${runId}' already exists; run ids must be unique.`, runId, 'exists');
+          throw new InvalidRunStateError(
+            `A run with id '${runId}' already exists; run ids must be unique.`,
+            runId,
+            'exists',
+          );
         }
         if (held.handle.state === 'delayed') {
           await this.dispatch.resume(runId, def.name, Math.max(1, (held.handle.startAt ?? 0) - clock.now()));
