@@ -55,6 +55,13 @@ export const SCRIPT_FILES = {
   orderTurn: 'orderTurn-5.lua',
   orderHeartbeat: 'orderHeartbeat-2.lua',
   orderAdvance: 'orderAdvance-5.lua',
+  flowEnter: 'flowEnter-3.lua',
+  flowLeave: 'flowLeave-3.lua',
+  flowInspect: 'flowInspect-2.lua',
+  flowPrune: 'flowPrune-1.lua',
+  flowReserve: 'flowReserve-1.lua',
+  flowGather: 'flowGather-4.lua',
+  flowTake: 'flowTake-4.lua',
 } as const;
 
 /** Name of a bundled script. */

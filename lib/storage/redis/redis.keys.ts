@@ -80,6 +80,10 @@ export type MapKeyPart =
  * keys of one lock / semaphore / rate limit share a slot independently of any run. Sweep guards:
  * `<prefix>:{sweep:<name>}:guard`.
  *
+ * Flow control (`RedisFlowStore`): every structure of one reactor's key is tagged by both names,
+ * `<prefix>:{flow:<reactor>:<key>}:<part>` ({@link flowKey}); the reactor's index of its keys has
+ * a tag of its own, `<prefix>:{flow:<reactor>}:keys` ({@link flowIndexKey}).
+ *
  * Interrupts: a run's resume claims ({@link resumeKey}) are one HASH in its top-level run's slot,
  * `c:<path>` (the claim, JSON), `exp:<path>` (expiry of an early claim, ms) and `n:<path>` (invalid
  * payloads counted), kept for the retention TTL after each write; the claim scripts read the run
@@ -276,6 +280,25 @@ export class RedisKeys {
    */
   idempotencyKey(reactorName: string, key: string): string {
     return this.coordinationKey('idem', reactorScopedName(reactorName, key));
+  }
+
+  /**
+   * Structure `part` of flow key `key` of reactor `reactorName` (see `RedisFlowStore`):
+   * `<prefix>:{flow:<reactor>:<key>}:<part>`, both URI-encoded as in {@link correlationKey}, so that
+   * every structure of one (reactor, key) shares a slot whatever braces or colons the names hold.
+   */
+  flowKey(reactorName: string, key: string, part: string): string {
+    return this.coordinationKey('flow', reactorScopedName(reactorName, key), part);
+  }
+
+  /**
+   * The flow keys of reactor `reactorName` that hold (or lately held) runs (ZSET, key -> last
+   * activity ms), tagged by the reactor alone: `<prefix>:{flow:<reactor>}:keys` (URI-encoded). Its
+   * tag is never a key's tag (which holds a second `:`-separated name), so scripts never assume it
+   * shares a key's slot.
+   */
+  flowIndexKey(reactorName: string): string {
+    return this.coordinationKey('flow', encodeURIComponent(reactorName), 'keys');
   }
 
   /**
