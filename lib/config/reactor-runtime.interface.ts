@@ -1,5 +1,6 @@
 import type {
   CoordinationStore,
+  FlowStore,
   InterruptStore,
   JobDispatcher,
   JobHandler,
@@ -30,6 +31,8 @@ export interface ReactorRuntime {
    * backend, with time read from the store.
    */
   readonly coordination: CoordinationStore;
+  /** Flow control of starts (concurrency queues per key, throttles, debounce and batch gathers), on the same backend. */
+  readonly flow: FlowStore;
   readonly dispatcher: JobDispatcher;
   /** Where schedules are kept and what fires their ticks (`client.schedules`). */
   readonly schedules?: ScheduleBackend;

@@ -45,6 +45,7 @@ export function createReactorEngine(
     maps: runtime.maps,
     interrupts: runtime.interrupts,
     coordination: runtime.coordination,
+    flow: runtime.flow,
     interruptRetentionMs: options.contextTtlMs,
     earlyResumeTtlMs: options.earlyResumeTtlMs,
     asyncWaitTimeoutMs: options.asyncWaitTimeoutMs,

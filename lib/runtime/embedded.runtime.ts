@@ -8,6 +8,7 @@ import type { MemoryLockManager } from '../storage/memory/memory-lock.manager';
 import type { MemoryMapStore } from '../storage/memory/memory-map.store';
 import type { MemoryInterruptStore } from '../storage/memory/memory-interrupt.store';
 import type { MemoryCoordinationStore } from '../storage/memory/memory-coordination.store';
+import type { MemoryFlowStore } from '../storage/memory/memory-flow.store';
 import type { MemoryReactorStorage } from '../storage/memory/memory-reactor.storage';
 import { type ReactorRuntime, messages } from '../config';
 
@@ -25,6 +26,7 @@ export class EmbeddedReactorRuntime implements ReactorRuntime {
   readonly maps: MemoryMapStore;
   readonly interrupts: MemoryInterruptStore;
   readonly coordination: MemoryCoordinationStore;
+  readonly flow: MemoryFlowStore;
   readonly dispatcher: InProcessJobDispatcher;
   /** Schedules in memory, ticking on the runtime's clock. */
   readonly schedules: ScheduleBackend;
@@ -34,7 +36,8 @@ export class EmbeddedReactorRuntime implements ReactorRuntime {
     logger: LoggerService,
     options: { maxContextBytes?: number; inputCipher?: InputCipher } = {},
   ) {
-    const { storage, locks, maps, interrupts, coordination } = createMemoryAdapters(clock, options);
+    const { storage, locks, maps, interrupts, coordination, flow } = createMemoryAdapters(clock, options);
+    this.flow = flow;
     this.maps = maps;
     this.interrupts = interrupts;
     this.coordination = coordination;

@@ -8,6 +8,7 @@ import { RedisLockManager } from '../storage/redis/redis-lock.manager';
 import { RedisMapStore } from '../storage/redis/redis-map.store';
 import { RedisInterruptStore } from '../storage/redis/redis-interrupt.store';
 import { RedisCoordinationStore } from '../storage/redis/redis-coordination.store';
+import { RedisFlowStore } from '../storage/redis/redis-flow.store';
 import { RedisReactorStorage } from '../storage/redis/redis-reactor.storage';
 import type { RedisConnection } from '../storage/redis/redis-scripts';
 import { BullMqJobDispatcher } from '../queue/bullmq-job.dispatcher';
@@ -43,6 +44,7 @@ export class RedisReactorRuntime implements ReactorRuntime {
   readonly maps: RedisMapStore;
   readonly interrupts: RedisInterruptStore;
   readonly coordination: RedisCoordinationStore;
+  readonly flow: RedisFlowStore;
   readonly dispatcher: BullMqJobDispatcher;
   /** Schedules: definitions in a Redis hash, ticks from BullMQ job schedulers. */
   readonly schedules: ScheduleBackend;
@@ -105,6 +107,7 @@ export class RedisReactorRuntime implements ReactorRuntime {
     });
     this.interrupts = new RedisInterruptStore(this.redis, { keys: this.keys });
     this.coordination = new RedisCoordinationStore(this.redis, { keys: this.keys });
+    this.flow = new RedisFlowStore(this.redis, { keys: this.keys });
     this.queues = new ReactorQueues(queue, (name) => {
       // The default queue's settings (an application's shared BullMQ configuration included), with the queue's prefix.
       const named = new Queue(name, { ...queue.opts, ...bullMqQueueOptions(options, name) });

@@ -37,6 +37,7 @@ export function createTestEngine(options: Partial<ReactorEngineOptions> = {}): T
     maps: adapters.maps,
     interrupts: adapters.interrupts,
     coordination: adapters.coordination,
+    flow: adapters.flow,
     dispatcher,
     clock,
     ...options,
