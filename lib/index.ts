@@ -181,6 +181,7 @@ export {
   AsyncWaitTimeoutError,
   AsyncUnitFailedError,
   CoordinationContendedError,
+  FlowQueueFullError,
   CoordinationLostError,
   AsyncDeadlockError,
   StepAbortedError,
@@ -240,6 +241,7 @@ export {
   RedisMapStore,
   RedisInterruptStore,
   RedisCoordinationStore,
+  RedisFlowStore,
 } from './storage/redis';
 export type {
   RedisKeysOptions,
@@ -248,6 +250,7 @@ export type {
   RedisMapStoreOptions,
   RedisInterruptStoreOptions,
   RedisCoordinationStoreOptions,
+  RedisFlowStoreOptions,
 } from './storage/redis';
 export { createAesGcmInputCipher } from './storage/aes-gcm-input.cipher';
 export type { AesGcmInputCipherOptions } from './storage/aes-gcm-input.cipher';

@@ -56,6 +56,7 @@ describe('public API', () => {
     expect(Object.keys(testing).sort()).toEqual([
       'FakeClock',
       'MemoryCoordinationStore',
+      'MemoryFlowStore',
       'MemoryInterruptStore',
       'MemoryLockManager',
       'MemoryMapStore',

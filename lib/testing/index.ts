@@ -26,6 +26,7 @@ export {
   MemoryMapStore,
   MemoryInterruptStore,
   MemoryCoordinationStore,
+  MemoryFlowStore,
   createMemoryAdapters,
   type MemoryAdapters,
   type MemoryReactorStorageOptions,
