@@ -134,9 +134,10 @@ export class FlowControl {
   /**
    * The gates after the gather, for a run about to start (its inputs final): its throttle, then its
    * concurrency. Going on: `undefined` (the run holds its slot, `state.flow.slot`). Held back: the
-   * run is made `pending` with what it waits for, to store; the handle says what.
+   * run is made `pending` with what it waits for, to store; the handle says what. `accepted`: the
+   * start was accepted before (gathered, delayed, queued), so a full queue does not refuse it.
    */
-  async enter(def: ReactorDefinition, state: RunState, fromQueue = false): Promise<FlowHeld | undefined> {
+  async enter(def: ReactorDefinition, state: RunState, accepted = false): Promise<FlowHeld | undefined> {
     const flow = def.flow;
     if (!flow) return undefined;
     const store = this.need(def);
@@ -153,7 +154,7 @@ export class FlowControl {
     if (flow.concurrency) {
       const slot = state.flow?.slot ?? this.keyOf(def, 'concurrency', state.inputs);
       // A start accepted once (a gathered or delayed run, a queued one) is never refused later.
-      const maxQueued = waited === undefined && !fromQueue ? flow.concurrency.maxQueued : Number.MAX_SAFE_INTEGER;
+      const maxQueued = accepted ? Number.MAX_SAFE_INTEGER : flow.concurrency.maxQueued;
       const entry = await store.enter(def.name, slot, state.runId, flow.concurrency.limit, maxQueued);
       if (entry.state === 'full') throw new FlowQueueFullError(def.name, slot, entry.queued);
       if (entry.state === 'queued') {
@@ -220,7 +221,7 @@ export class FlowControl {
         return false;
       }
     }
-    const held = await this.enter(def, state, wait === 'queued');
+    const held = await this.enter(def, state, true);
     if (held) {
       // Still waiting (for a slot, or a later window): stored so, unless it was stored so already.
       if (wait === 'queued' && state.flow?.wait === 'queued') await release();
