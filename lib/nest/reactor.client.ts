@@ -28,6 +28,7 @@ import {
   eventNameProblem,
   type EmitOptions,
   type EmitResult,
+  type FlowQueues,
 } from '../core';
 import { ReactorSweeper, type SweepResult } from '../sweepers/reactor.sweeper';
 import { ReactorRegistry } from './reactor.registry';
@@ -154,6 +155,31 @@ export class ReactorClient {
     checkMs('list', 'query.since', query.since);
     if (query.cursor !== undefined) checkText('list', 'query.cursor', query.cursor, 4096);
     return this.engine.list(query);
+  }
+
+  /**
+   * The concurrency queues of a reactor that declares `concurrency: { key?, limit }`: per key (a
+   * tenant, an account; `''` without a key function), the runs holding one of its `limit` slots
+   * with when each was admitted (`live[].since`, ms), how many runs wait (`queued`), and the first
+   * `peek` waiting run ids, next first (`next`). At most `options.limit` keys (default 100, at most
+   * 1000), least recently active first; `options.peek` waiting ids per key (default 10, at most
+   * 1000). Resolves `undefined` for a reactor that declares no concurrency; throws
+   * `UnknownReactorError` for one that is not registered, `InvalidArgumentError` for bad options.
+   *
+   * ```ts
+   * const queues = await client.flowQueues(ExportReactor, { peek: 5 });
+   * for (const { key, live, queued } of queues?.keys ?? []) console.log(key, live.length, queues!.limit, queued);
+   * ```
+   */
+  async flowQueues(
+    reactor: ReactorClass | string,
+    options?: { limit?: number; peek?: number },
+  ): Promise<FlowQueues | undefined> {
+    const name = this.nameOf('flowQueues', reactor);
+    const checked = checkOptions('flowQueues', options);
+    checkInteger('flowQueues', 'options.limit', checked.limit, 1, 1_000);
+    checkInteger('flowQueues', 'options.peek', checked.peek, 0, 1_000);
+    return this.engine.flowQueues(name, checked);
   }
 
   /**
