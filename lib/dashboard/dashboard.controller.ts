@@ -33,6 +33,7 @@ import {
   DashboardService,
   RUN_STATUSES,
   type DashboardCounts,
+  type DashboardFlowQueues,
   type DashboardMapElements,
   type DashboardRun,
   type DashboardRunList,
@@ -101,6 +102,15 @@ function runQuery(raw: Record<string, string | undefined>): DashboardRunQuery {
     cursor: raw.cursor || undefined,
     limit,
   };
+}
+
+/** An optional integer query parameter from `min` to `max`. */
+function integer(name: string, value: string | undefined, min: number, max: number): number | undefined {
+  if (value === undefined || value === '') return undefined;
+  const n = /^\d+$/.test(value) ? Number(value) : NaN;
+  if (!Number.isInteger(n) || n < min || n > max)
+    throw new BadRequestException(`'${name}' must be an integer from ${min} to ${max}.`);
+  return n;
 }
 
 function outcomeResult(outcome: RunOutcome): DashboardActionResult {
@@ -175,6 +185,22 @@ export class DashboardController {
   @Get('api/schedules')
   schedules(): Promise<{ schedules: DashboardSchedule[] }> {
     return http(async () => dashboardSchedules(await this.client.schedules.list()));
+  }
+
+  /**
+   * The concurrency queues of a reactor that declares `concurrency: { key?, limit }`: per key, the
+   * runs holding a slot (with since when), how many wait and the first `peek` waiting (default 10,
+   * at most 100); at most `limit` keys (default 100, at most 1000). `{ reactorName, keys: [] }`
+   * without `limit` for a reactor without concurrency; 404 for an unknown reactor.
+   */
+  @Get('api/flow/:reactor')
+  flow(
+    @Param('reactor') reactor: string,
+    @Query('limit') limit?: string,
+    @Query('peek') peek?: string,
+  ): Promise<DashboardFlowQueues> {
+    const options = { limit: integer('limit', limit, 1, 1000), peek: integer('peek', peek, 0, 100) };
+    return http(() => this.dashboard.flowQueues(reactor, options));
   }
 
   /** A run in full. */

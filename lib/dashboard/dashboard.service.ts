@@ -3,9 +3,12 @@ import { Inject, Injectable, type OnModuleInit } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
 import {
   ConfigurationError,
+  REDACTED,
   ReactorEngine,
   RunNotFoundError,
   type ElementRecord,
+  type FlowKeyView,
+  type ReactorDefinition,
   type InterruptRecord,
   type RunFailure,
   type RunState,
@@ -141,6 +144,18 @@ export interface DashboardMapElements {
 }
 
 const ELEMENT_WINDOW = 500;
+
+/**
+ * The concurrency queues of a reactor (`api/flow/:reactor`): the engine's `FlowQueues`, each key
+ * shown as `[REDACTED]` when its key function reads a redacted input. `limit` is absent, and
+ * `keys` empty, for a reactor that declares no `concurrency: { key?, limit }`.
+ */
+export interface DashboardFlowQueues {
+  reactorName: string;
+  /** Live runs allowed per key; absent when the reactor declares no concurrency. */
+  limit?: number;
+  keys: FlowKeyView[];
+}
 
 /**
  * The dashboard's reads and actions. Reads go through the `ReactorClient`'s views (inputs and step
@@ -300,6 +315,44 @@ export class DashboardService implements OnModuleInit {
     return { counts, total, capped, computedAt: Date.now() };
   }
 
+  /**
+   * The concurrency queues of `reactor` (at most `limit` keys, the first `peek` queued run ids of
+   * each): what `client.flowQueues` answers, with no key derived from a redacted input. Empty (no
+   * `limit`) for a reactor without concurrency. @throws UnknownReactorError
+   */
+  async flowQueues(reactor: string, options: { limit?: number; peek?: number } = {}): Promise<DashboardFlowQueues> {
+    const name = this.knownReactor(reactor);
+    const queues = await this.client.flowQueues(name, options);
+    if (!queues) return { reactorName: name, keys: [] };
+    const def = this.engine.definition(name);
+    const keys = await Promise.all(queues.keys.map(async (view) => ({ ...view, key: await this.shownKey(def, view) })));
+    return { reactorName: queues.reactorName, limit: queues.limit, keys };
+  }
+
+  /**
+   * A concurrency key as it may be shown: `[REDACTED]` when the reactor's key function reads a
+   * redacted input (the key may quote it, or be made of it), as it did for a run of the key (the
+   * first live or queued one; flow control applies to top-level starts, whose redacted inputs are
+   * the declared ones). A key with no run to tell by is redacted when the reactor has any redacted
+   * input.
+   */
+  private async shownKey(def: ReactorDefinition, view: FlowKeyView): Promise<string> {
+    const fn = def.flow?.concurrency?.key;
+    const redacted = new Set(def.inputs.filter((input) => input.redact).map((input) => input.name));
+    if (!fn || redacted.size === 0 || view.key === '') return view.key;
+    const runId = view.live[0]?.runId ?? view.next[0];
+    const state = runId === undefined ? undefined : await this.runtime.storage.load(runId).catch(() => undefined);
+    if (!state) return REDACTED;
+    for (const name of state.redactedInputs ?? []) redacted.add(name);
+    const read = new Set<string>();
+    try {
+      fn(readsOf(state.inputs, read));
+    } catch {
+      return REDACTED;
+    }
+    return [...read].some((name) => redacted.has(name)) ? REDACTED : view.key;
+  }
+
   /** The run in full. @throws RunNotFoundError */
   async run(runId: string): Promise<DashboardRun> {
     const found = await this.engine.inspect(runId);
@@ -448,4 +501,30 @@ function newestFirst(a: Position, b: Position): number {
 function positionOf(cursor: string): Position {
   const at = cursor.indexOf(':');
   return { createdAt: Number(cursor.slice(0, at)), runId: cursor.slice(at + 1) };
+}
+
+/** `inputs`, noting into `read` the name of each input a function reads from it. */
+function readsOf(inputs: Record<string, unknown>, read: Set<string>): Record<string, unknown> {
+  const note = (key: string | symbol) => {
+    if (typeof key === 'string') read.add(key);
+  };
+  return new Proxy(inputs, {
+    get(target, key, receiver) {
+      note(key);
+      return Reflect.get(target, key, receiver) as unknown;
+    },
+    has(target, key) {
+      note(key);
+      return Reflect.has(target, key);
+    },
+    getOwnPropertyDescriptor(target, key) {
+      note(key);
+      return Reflect.getOwnPropertyDescriptor(target, key);
+    },
+    ownKeys(target) {
+      // Enumerating the inputs (a spread, JSON.stringify) may read every one of them.
+      for (const key of Reflect.ownKeys(target)) note(key);
+      return Reflect.ownKeys(target);
+    },
+  });
 }

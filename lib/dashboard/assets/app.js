@@ -142,6 +142,7 @@
     const body = h('tbody', { id: 'runs' });
     const more = h('button', { class: 'more', hidden: true }, 'Load more');
     const schedules = h('section', { class: 'schedules', id: 'schedules', hidden: true });
+    const queues = h('section', { class: 'flow-queues', id: 'flow-queues', hidden: true });
     view.replaceChildren(
       schedules,
       h(
@@ -156,6 +157,7 @@
         h('label', {}, 'to ', dateInput('until')),
         h('a', { href: '#/', class: 'clear' }, 'clear'),
       ),
+      queues,
       h(
         'table',
         { class: 'runs' },
@@ -194,7 +196,12 @@
     });
     let shown = '';
     return poll(route, async () => {
-      const [page] = await Promise.all([get('runs', filters), refreshCounts(filters), refreshSchedules(schedules)]);
+      const [page] = await Promise.all([
+        get('runs', filters),
+        refreshCounts(filters),
+        refreshSchedules(schedules),
+        refreshQueues(queues, filters.reactor),
+      ]);
       if (extra.length === 0) cursor = page.cursor;
       more.hidden = !cursor;
       showError(undefined);
@@ -268,6 +275,66 @@
               ),
             ),
           ),
+        ),
+      ),
+    );
+  }
+  // Queues per key (`api/flow/:reactor`), on a reactor's runs when it declares `concurrency: { key, limit }`:
+  // per key its live runs against the limit, how many wait, and the next ones. Rebuilt only when it changed.
+  const QUEUE_PEEK = 5;
+  const queuesShown = new WeakMap();
+  async function refreshQueues(section, reactor) {
+    const flow = reactor ? await get(`flow/${encodeURIComponent(reactor)}`, { peek: QUEUE_PEEK }) : undefined;
+    section.hidden = !flow || flow.limit === undefined;
+    if (section.hidden) {
+      section.replaceChildren();
+      queuesShown.delete(section);
+      return;
+    }
+    const text = JSON.stringify(flow);
+    if (queuesShown.get(section) === text) return;
+    queuesShown.set(section, text);
+    const runLink = (runId) => h('a', { href: `#/runs/${encodeURIComponent(runId)}`, class: 'mono' }, short(runId));
+    const next = (k) => [
+      k.next.map((runId, i) => [i ? ' ' : '', runLink(runId)]),
+      k.queued > k.next.length ? h('span', { class: 'muted' }, ` +${k.queued - k.next.length} more`) : '',
+    ];
+    section.replaceChildren(
+      h('h2', {}, 'Queues per key', h('span', { class: 'muted' }, ` at most ${flow.limit} live per key`)),
+      h(
+        'table',
+        { class: 'runs' },
+        h(
+          'thead',
+          {},
+          h(
+            'tr',
+            {},
+            ['Key', 'Live', 'Queued', 'Next'].map((t) => h('th', {}, t)),
+          ),
+        ),
+        h(
+          'tbody',
+          {},
+          flow.keys.length === 0
+            ? h('tr', {}, h('td', { colspan: 4, class: 'muted' }, 'No run holds or waits for a slot.'))
+            : flow.keys.map((k) =>
+                h(
+                  'tr',
+                  { 'data-key': k.key, class: k.live.length >= flow.limit ? 'full' : undefined },
+                  h('td', { class: 'mono' }, k.key === '' ? h('span', { class: 'muted' }, '(one key)') : k.key),
+                  h(
+                    'td',
+                    {
+                      'data-live': k.live.length,
+                      title: k.live.map((l) => `${l.runId} since ${time(l.since)}`).join('\n'),
+                    },
+                    `${k.live.length} / ${flow.limit}`,
+                  ),
+                  h('td', { 'data-queued': k.queued }, String(k.queued)),
+                  h('td', { class: 'next' }, next(k)),
+                ),
+              ),
         ),
       ),
     );
