@@ -462,7 +462,8 @@ export class RunExecution extends RunScope implements NestedExecution {
       }
       if (running.size === 0) break;
 
-      const settled = await Promise.race(running.values());
+      // One step in flight (a sequential run): awaited as it is, no race promise made.
+      const settled = await (running.size === 1 ? running.values().next().value! : Promise.race(running.values()));
       running.delete(settled.step.name);
       switch (settled.kind) {
         case 'success':
@@ -481,7 +482,8 @@ export class RunExecution extends RunScope implements NestedExecution {
           }
           if (state.retryAt) delete state.retryAt[name];
           this.trace({ type: settled.kind === 'success' ? 'complete' : 'skip', step: name });
-          await this.emitStep(settled.step, { type: 'step.complete', outcome: settled.kind });
+          if (!this.middleware.empty)
+            await this.emitStep(settled.step, { type: 'step.complete', outcome: settled.kind });
           if (background && 'after' in background && background.after === name) {
             handoff = { mode: { mode: 'after', step: name }, delayMs: 0 };
             this.trace({ type: 'handoff', step: name, detail: 'after' });

@@ -18,7 +18,7 @@ import type { StepAbortedError } from '../errors/step-aborted.error';
 import { ExecutionStopped } from './execution-abort';
 import { Suspended } from '../results/suspension';
 import { stepKindOf } from '../steps';
-import { ReactorTraceAttributes, ReactorTraceEvents, type TraceSpan } from '../tracing/tracing';
+import { NO_SPAN, ReactorTraceAttributes, ReactorTraceEvents, type TraceSpan } from '../tracing/tracing';
 import { applyContractDefaults, describeFieldErrors, validateContract } from '../validation/validate';
 import type { RunScope } from './run-scope';
 
@@ -56,6 +56,9 @@ export interface StepFailed {
  * child of the run's): the step's own code runs with that span active.
  */
 export async function runStep(scope: RunScope, step: StepDefinition): Promise<StepResult> {
+  // A run span that records nothing has step spans that would record nothing either (DD-speed22-5):
+  // no attributes to build, no span to enter and end.
+  if (scope.span === NO_SPAN) return settle(scope, step, NO_SPAN);
   const span = scope.span.child(`reactor.step ${step.name}`, {
     [ReactorTraceAttributes.REACTOR]: scope.def.name,
     [ReactorTraceAttributes.RUN_ID]: scope.state.runId,
@@ -95,11 +98,14 @@ async function settle(scope: RunScope, step: StepDefinition, span: TraceSpan): P
   }
   if (step.input) args = applyContractDefaults(step.input, args);
   const shownArgs = redactArgs(step, args, state.redactedInputs);
-  await scope.emitStep(step, {
-    type: 'step.start',
-    attempt: (state.attempts[step.name] ?? 0) + 1,
-    arguments: shownArgs,
-  });
+  // No middleware registered: no event to build and no await (a promise per step saved).
+  if (!scope.middleware.empty) {
+    await scope.emitStep(step, {
+      type: 'step.start',
+      attempt: (state.attempts[step.name] ?? 0) + 1,
+      arguments: shownArgs,
+    });
+  }
 
   if (step.input) {
     const fieldErrors = await validateContract(step.input, args);
@@ -118,9 +124,10 @@ async function settle(scope: RunScope, step: StepDefinition, span: TraceSpan): P
   const tooLarge = argumentsOverBudget(scope, step, args, kind.hasUndoWork(scope, step));
   if (tooLarge) return stepFailed(scope, step, tooLarge, args, { compensate: false });
   // The step's own lock and semaphore: a step that cannot take them never started.
-  let hold: StepHold;
+  let hold: StepHold | undefined;
   try {
-    hold = await takeStepCoordination(scope, step, args);
+    // A step without a lock or semaphore takes nothing (and awaits nothing).
+    hold = step.coordination && scope.env.coordination ? await takeStepCoordination(scope, step, args) : undefined;
   } catch (error) {
     // A key function that throws (or returns no string) is the step's bug: it fails, never started.
     if (!(error instanceof CoordinationContendedError))
@@ -135,7 +142,7 @@ async function settle(scope: RunScope, step: StepDefinition, span: TraceSpan): P
     const error = lost && (await lost);
     return error ? stepFailed(scope, step, error, args, { compensate: true, retryable: false }) : result;
   } finally {
-    await hold.release();
+    if (hold) await hold.release();
   }
 }
 
