@@ -35,7 +35,9 @@
     block    +1  key count: 3, or 4 with the reactor's runs key
              +2  run id
              +3  status
-             +4  index score (ms)
+             +4  index score (ms); for a create whose index score is not its creation time (a run
+                 that flow control holds back sits in the index at when it is due, or at the end
+                 of time), "<index score>:<creation time>"
              +5  lease token; "" for an unfenced write
              +6  lease TTL (ms) to refresh the lease to; "0" leaves it alone
              +7  flags, one character each, "1" or "0", in this order:
@@ -81,14 +83,18 @@ local CHUNK = 200
 local function checkpoint(record, leaseKey, index, runsKey, a, o)
   local runId = a[o + 2]
   local status = a[o + 3]
-  local score = tonumber(a[o + 4])
+  local scores = a[o + 4]
+  local colon = string.find(scores, ":", 1, true)
+  local score = tonumber(colon and string.sub(scores, 1, colon - 1) or scores)
+  -- The reactor's runs are listed by creation time, which is the index score unless given apart.
+  local created = colon and tonumber(string.sub(scores, colon + 1)) or score
   local token = a[o + 5]
   local leaseTtl = tonumber(a[o + 6])
   local flags = a[o + 7]
   local stamp = token ~= "" and (token .. ":" .. a[o + 8]) or ""
   local s = tonumber(a[o + 9])
   local d = tonumber(a[o + 10])
-  if not leaseTtl or not score or not s or not d or s % 2 ~= 0 or #flags ~= 6 then
+  if not leaseTtl or not score or not created or not s or not d or s % 2 ~= 0 or #flags ~= 6 then
     return -2
   end
   local terminal = string.sub(flags, 1, 1)
@@ -167,8 +173,8 @@ local function checkpoint(record, leaseKey, index, runsKey, a, o)
   end
 
   if createOnly and runsKey then
-    redis.call("ZADD", runsKey, score, runId)
-    redis.call("ZREMRANGEBYSCORE", runsKey, "-inf", "(" .. (score - contextTtl))
+    redis.call("ZADD", runsKey, created, runId)
+    redis.call("ZREMRANGEBYSCORE", runsKey, "-inf", "(" .. (created - contextTtl))
   end
 
   if token ~= "" and releaseLease then

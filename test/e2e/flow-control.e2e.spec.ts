@@ -284,6 +284,14 @@ describe('flow control on Redis and BullMQ (e2e)', () => {
       next: [second.runId, third.runId],
     });
 
+    // `list` shows the running and the queued runs by their creation time (a queued run sits at
+    // the end of time in the index of live runs, never in the list).
+    const listed = await client.list({ reactor: 'e2e-flow-bounded', limit: 10 });
+    expect(listed.runs.map((r) => r.runId).sort()).toEqual([first.runId, second.runId, third.runId].sort());
+    for (const run of listed.runs) {
+      expect(run.createdAt).toBe((await client.get(run.runId))!.createdAt);
+    }
+
     // A queued run: pending, with its handle; `wait` resolves once it has run.
     expect(await client.get(second.runId)).toMatchObject({
       status: 'pending',

@@ -127,11 +127,13 @@ export class RedisReactorStorage implements ReactorStorage {
     const runId = state.runId;
     const keys = this.keysOf(state, lease, options.createOnly === true);
     const token = lease?.token ?? '';
+    const score = indexScore(state);
     const fixed = [
       keys.length,
       runId,
       state.status,
-      indexScore(state),
+      // A create lists the run by its creation time, given apart when the index score differs.
+      options.createOnly && score !== state.createdAt ? `${score}:${state.createdAt}` : score,
       token,
       leaseTtl,
       flag(isTerminal(state.status)) +
