@@ -14,6 +14,7 @@ import { CreditApprovalReactor, CreditsService, IssueCredit } from './approval.r
 import { ApprovalsController } from './approvals.controller';
 import { BillingService, InvoiceReactor, ReceiptReactor, SendReceipt, SettleInvoice } from './order-paid.reactor';
 import { NightlyStockReportReactor, SnapshotStock } from './nightly-report.reactor';
+import { ExportsService, ReindexUserReactor, TenantExportReactor, WriteExport } from './tenant-export.reactor';
 
 /** The checkout saga: its services, steps, reactor and the service that runs it (the sample's tests use them too). */
 export const CHECKOUT_PROVIDERS = [
@@ -47,6 +48,10 @@ export const CHECKOUT_PROVIDERS = [
     InvoiceReactor,
     SnapshotStock,
     NightlyStockReportReactor,
+    ExportsService,
+    WriteExport,
+    TenantExportReactor,
+    ReindexUserReactor,
   ],
 })
 export class AppModule {}

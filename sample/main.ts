@@ -11,6 +11,7 @@ import { PaymentsService } from './payments.service';
 import { RestockImportReactor } from './restock.reactor';
 import { InvoiceReactor, type OrderPaid } from './order-paid.reactor';
 import type { StockReport } from './nightly-report.reactor';
+import { ReindexUserReactor, TenantExportReactor } from './tenant-export.reactor';
 
 const order = (orderId: string, country: string): OrderDto => ({
   orderId,
@@ -141,7 +142,34 @@ async function main(): Promise<void> {
       `paused ${pausedSchedule.id}: paused=${pausedSchedule.paused}, next tick ${pausedSchedule.nextTickAt ?? 'none'}`,
     );
 
+    banner('8. Flow control: exports at most 2 at a time per tenant (fairly), a reindex debounced per user');
+    const exports = [];
+    for (const report of ['orders', 'stock', 'customers', 'invoices']) {
+      exports.push(await client.start(TenantExportReactor, { tenantId: 'acme', report }));
+    }
+    exports.push(await client.start(TenantExportReactor, { tenantId: 'globex', report: 'orders' }));
+    for (const started of exports) {
+      const flow = started.status === 'dispatched' ? started.flow : undefined;
+      console.log(
+        `run ${started.runId}: ${flow ? `${flow.state} (key ${flow.key}, position ${flow.position})` : 'started'}`,
+      );
+    }
+    const exported = await Promise.all(exports.map((started) => client.wait(started.runId)));
+    console.log(`exports completed: ${exported.filter((o) => o.status === 'completed').length} of ${exported.length}`);
+    const edits = [];
+    for (const name of ['Ada', 'Ada L.', 'Ada Lovelace'])
+      edits.push(await client.start(ReindexUserReactor, { userId: 'u-1', name }));
+    console.log(
+      `3 edits of u-1 -> ${new Set(edits.map((e) => e.runId)).size} run (${edits[0].status === 'dispatched' ? edits[0].flow?.state : ''})`,
+    );
+    const reindexed = await client.wait<string>(edits[0].runId);
+    console.log(`reindex run: ${reindexed.status}, value ${reindexed.status === 'completed' ? reindexed.value : ''}`);
+
     if (
+      exported.some((o) => o.status !== 'completed') ||
+      new Set(edits.map((e) => e.runId)).size !== 1 ||
+      reindexed.status !== 'completed' ||
+      reindexed.value !== 'u-1=Ada Lovelace' ||
       paused.status !== 'paused' ||
       invalid !== 400 ||
       accepted !== 200 ||
