@@ -616,5 +616,25 @@ describe('flow control (embedded runtime)', () => {
     expect(executed).toEqual([1, 2]);
     expect((await t.engine.get(behindFinished.runId))?.status).toBe('completed');
     expect((await t.flow.inspect('flow-sweep', 'k', 10)).live).toEqual([]);
+
+    // A run admitted to the slot whose job was never enqueued (its admitter died in between): the
+    // sweep enqueues it, and only once the slot is older than the grace.
+    const holder = await t.engine.start(def, { n: 3 });
+    const admittedNoJob = await t.engine.start(def, { n: 4 });
+    expect(admittedNoJob).toMatchObject({ flow: { state: 'queued', position: 1 } });
+    // The holder's slot is given back in the store alone: the queued run is admitted, no job sent.
+    expect(await t.flow.leave('flow-sweep', 'k', holder.runId, 1)).toEqual([admittedNoJob.runId]);
+    await settle(t);
+    expect(executed).toEqual([1, 2, 3]);
+    expect((await t.engine.get(admittedNoJob.runId))?.status).toBe('pending');
+    expect(await t.engine.recoverStalled({ graceMs: 60_000 })).toBe(0);
+    await settle(t);
+    expect(executed).toEqual([1, 2, 3]);
+    await advance(t, 60_000);
+    expect(await t.engine.recoverStalled({ graceMs: 60_000 })).toBe(1);
+    await settle(t);
+    expect(executed).toEqual([1, 2, 3, 4]);
+    expect((await t.engine.get(admittedNoJob.runId))?.status).toBe('completed');
+    expect((await t.flow.inspect('flow-sweep', 'k', 10)).live).toEqual([]);
   });
 });
