@@ -114,7 +114,7 @@ export class FlowControl {
     const batch = def.flow!.batch;
     const what = debounce ? 'debounce' : 'batch';
     const key = this.keyOf(def, what, debounce ? inputs : raw);
-    const item = JSON.stringify(debounce ? inputs : raw);
+    const item = JSON.stringify(debounce ? inputs : (raw ?? null));
     const maxWaitMs = debounce ? debounce.maxWaitMs : batch!.maxWaitMs;
     const reply = await store.gather(def.name, key, newRunId, item, {
       mode: debounce ? 'last' : 'all',
