@@ -167,7 +167,12 @@ export class RunStarter {
       await storage.releaseIdempotencyKey(def.name, token, startId);
       await storage.claimIdempotencyKey(def.name, token, gathered.runId, idempotencyWindowMs);
     }
-    const state = newRunState(def, gathered.runId, def.flow?.debounce ? inputs : { items: [input ?? null] }, clock.now());
+    const state = newRunState(
+      def,
+      gathered.runId,
+      def.flow?.debounce ? inputs : { items: [input ?? null] },
+      clock.now(),
+    );
     state.status = 'pending';
     state.flow = {
       wait: gathered.handle.state as 'debounced' | 'batched',
