@@ -158,7 +158,8 @@ export function indexScore(state: RunState): number {
   // A run waiting for a slot is the flow sweep's (it reads the key's queue), never a stalled run; a
   // delayed or gathering one is looked at once it is due.
   const wait = state.status === 'pending' ? state.flow?.wait : undefined;
-  if (wait !== undefined) return wait === 'queued' ? PAUSED_INDEX_SCORE : Math.max(state.updatedAt, state.flow!.at ?? 0);
+  if (wait !== undefined)
+    return wait === 'queued' ? PAUSED_INDEX_SCORE : Math.max(state.updatedAt, state.flow!.at ?? 0);
   if (state.status === 'paused') {
     let deadline = PAUSED_INDEX_SCORE;
     const visit = (run: RunState): void => {

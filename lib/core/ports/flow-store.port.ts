@@ -104,7 +104,12 @@ export interface FlowStore {
    * (`startAt`: now, or the start of a later window) and the store's time. Windows fill in order,
    * so the key keeps one window and its count, whatever the backlog.
    */
-  reserveStart(reactor: string, key: string, limit: number, periodMs: number): Promise<{ startAt: number; now: number }>;
+  reserveStart(
+    reactor: string,
+    key: string,
+    limit: number,
+    periodMs: number,
+  ): Promise<{ startAt: number; now: number }>;
 
   /**
    * Debounce or batch: add `item` to the key's open gather, opening one for `newRunId` when none
