@@ -1,4 +1,4 @@
-import { Injectable, Optional } from '@nestjs/common';
+import { Inject, Injectable, Optional } from '@nestjs/common';
 import {
   type RunOnOtherDefinition,
   type ReactorClass,
@@ -14,6 +14,7 @@ import {
   type RunView,
   ReactorError,
   ConfigurationError,
+  RunNotFoundError,
   type RunOutcome,
   type ContinueOptions,
   type ContinueResult,
@@ -29,11 +30,29 @@ import {
   type EmitOptions,
   type EmitResult,
   type FlowQueues,
+  type InterruptCallback,
+  type PausedOutcome,
+  type ReactorDefinition,
 } from '../core';
 import { ReactorSweeper, type SweepResult } from '../sweepers/reactor.sweeper';
 import { ReactorRegistry } from './reactor.registry';
 import { ReactorSchedules } from './reactor-schedules';
 import { messages } from '../config';
+
+/**
+ * What `ReactorCallbackModule` plugs into the client (provided under {@link REACTOR_CALLBACK_ISSUER}):
+ * the callback tokens of the interrupts a paused run waits at. The client knows no secret.
+ * @internal
+ */
+export interface ReactorCallbackIssuer {
+  /** `outcome` with `callback` on each interrupt it waits at that declares `token`. */
+  decorate(outcome: PausedOutcome, definitionOf: (name: string) => ReactorDefinition): PausedOutcome;
+  /** The callback of interrupt `path` of the run whose outcome this is; throws when it has none to hand out. */
+  callbackOf(outcome: RunOutcome, path: string, definitionOf: (name: string) => ReactorDefinition): InterruptCallback;
+}
+
+/** Injection token of the {@link ReactorCallbackIssuer}. @internal */
+export const REACTOR_CALLBACK_ISSUER = Symbol('nest-reactor:callback-issuer');
 
 /** Options of {@link ReactorClient.wait}. */
 export interface WaitOptions {
@@ -64,6 +83,7 @@ export class ReactorClient {
     private readonly registry: ReactorRegistry,
     private readonly sweeper: ReactorSweeper,
     @Optional() private readonly scheduleApi?: ReactorSchedules,
+    @Optional() @Inject(REACTOR_CALLBACK_ISSUER) private readonly callbacks?: ReactorCallbackIssuer,
   ) {}
 
   /** Runs started by cron or an interval: `upsert`, `list`, `pause`, `resume`, `remove`, `trigger` (see {@link ReactorSchedules}). */
@@ -85,7 +105,7 @@ export class ReactorClient {
   run<O = unknown>(reactorName: string, input: unknown, options?: RunOptions): Promise<RunOutcome<O>>;
   async run(reactor: ReactorClass | string, input: unknown, options?: RunOptions): Promise<RunOutcome> {
     const name = this.nameOf('run', reactor);
-    return this.engine.run(name, input, checkOptions('run', options));
+    return this.withCallback(await this.engine.run(name, input, checkOptions('run', options)));
   }
 
   /**
@@ -108,7 +128,8 @@ export class ReactorClient {
   /** The run as shown to people (redacted inputs and arguments), or undefined when there is none. */
   async get(runId: string): Promise<RunView | undefined> {
     this.assertExplored('get');
-    return this.engine.get(runId);
+    const view = await this.engine.get(runId);
+    return view && this.callbacks ? { ...view, outcome: this.withCallback(view.outcome) } : view;
   }
 
   /**
@@ -119,7 +140,7 @@ export class ReactorClient {
     const checked = checkOptions('wait', options);
     checkMs('wait', 'options.timeoutMs', checked.timeoutMs);
     checkMs('wait', 'options.pollMs', checked.pollMs, 1);
-    return this.engine.wait<O>(runId, checked);
+    return this.withCallback(await this.engine.wait<O>(runId, checked));
   }
 
   /**
@@ -221,7 +242,7 @@ export class ReactorClient {
     this.assertExplored('continue');
     checkStepPath('continue', step);
     const checked = checkContinueOptions('continue', options);
-    return (await this.engine.continue(runId, step, payload, checked)) as ContinueResult<O>;
+    return this.withCallbacks(await this.engine.continue(runId, step, payload, checked)) as ContinueResult<O>;
   }
 
   /**
@@ -256,7 +277,29 @@ export class ReactorClient {
     checkStepPath('continueByCorrelationId', step);
     checkText('continueByCorrelationId', 'correlationId', correlationId);
     const checked = checkContinueOptions('continueByCorrelationId', options);
-    return this.engine.continueByCorrelationId(name, step, correlationId, payload, checked);
+    return this.withCallbacks(await this.engine.continueByCorrelationId(name, step, correlationId, payload, checked));
+  }
+
+  /**
+   * The callback token of interrupt `step` (a path such as `'payment.approve'`) that the paused run
+   * `runId` waits at, as `waitingFor[].callback` carries it: `{ token, expiresAt, url? }`. POST the
+   * payload to `url` (or `<path>/<token>` of `ReactorCallbackModule`) until `expiresAt`; the token
+   * answers that pause once. The same pause always gives the same token. Throws
+   * `ConfigurationError` without `ReactorCallbackModule`, `RunNotFoundError`, `RUN_NOT_PAUSED` when
+   * the run does not wait there, and `INVALID_ARGUMENT` when the interrupt declares no `token`.
+   */
+  async callbackToken(runId: string, step: string | readonly string[]): Promise<InterruptCallback> {
+    this.assertExplored('callbackToken');
+    checkStepPath('callbackToken', step);
+    if (!this.callbacks)
+      throw new ConfigurationError(
+        "client.callbackToken needs ReactorCallbackModule.forRoot({ secret }) in the app's imports: it signs the tokens.",
+        'secret',
+      );
+    const view = await this.engine.get(runId);
+    if (!view) throw new RunNotFoundError(runId);
+    const path = typeof step === 'string' ? step : step.join('.');
+    return this.callbacks.callbackOf(view.outcome, path, this.definitionOf);
   }
 
   /**
@@ -318,6 +361,18 @@ export class ReactorClient {
     this.assertExplored('runsOnOtherDefinitions');
     checkInteger('runsOnOtherDefinitions', 'limit', limit, 1, 100_000);
     return this.engine.runsOnOtherDefinitions(limit);
+  }
+
+  private readonly definitionOf = (name: string): ReactorDefinition => this.engine.definition(name);
+
+  /** A paused outcome with the callback tokens of its interrupts, when `ReactorCallbackModule` is configured. */
+  private withCallback<T extends RunOutcome>(outcome: T): T {
+    if (!this.callbacks || outcome.status !== 'paused') return outcome;
+    return this.callbacks.decorate(outcome, this.definitionOf) as T;
+  }
+
+  private withCallbacks(result: ContinueResult): ContinueResult {
+    return result.outcome ? { ...result, outcome: this.withCallback(result.outcome) } : result;
   }
 
   private nameOf(method: string, reactor: ReactorClass | string): string {

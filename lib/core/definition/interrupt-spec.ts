@@ -67,7 +67,27 @@ export interface InterruptOptions<P = unknown, A = Record<string, never>> {
    * Required with `correlationId`. @default without `correlationId`: every waiting run
    */
   match?(payload: P, run?: EventWaitingRun): boolean | string | null | undefined;
+  /**
+   * Answer this interrupt by a signed callback token too: each pause hands out a token (HMAC with
+   * the secret of `ReactorCallbackModule.forRoot({ secret })`, bound to the run, the interrupt's path
+   * and its expiry) on `waitingFor[].callback` of the paused outcome (and `client.callbackToken`),
+   * with a URL a webhook POSTs its payload to. It expires `expiresInMs` after the run reached the
+   * interrupt (an integer from 1000 to 30 days); it is single-use (the answer is a claim, first
+   * wins). Without the callback module, nothing is handed out. See docs/callback-tokens.md.
+   */
+  token?: InterruptTokenOptions;
 }
+
+/** The `token` option of an interrupt (see {@link InterruptOptions.token}). */
+export interface InterruptTokenOptions {
+  /** How long after the run reached the interrupt its token is accepted, in ms (1000 to 30 days). */
+  expiresInMs: number;
+}
+
+/** Longest `token.expiresInMs`: 30 days. */
+export const MAX_TOKEN_EXPIRES_IN_MS = 30 * 24 * 60 * 60 * 1000;
+/** Shortest `token.expiresInMs`: one second. */
+export const MIN_TOKEN_EXPIRES_IN_MS = 1000;
 
 /** An interrupt as the definition holds it. */
 export interface InterruptSpec {
@@ -81,6 +101,8 @@ export interface InterruptSpec {
   /** The event that answers it (see {@link InterruptOptions.event}). */
   readonly event?: string;
   readonly match?: (payload: unknown, run?: EventWaitingRun) => boolean | string | null | undefined;
+  /** Its callback token (see {@link InterruptOptions.token}). */
+  readonly token?: Readonly<InterruptTokenOptions>;
 }
 
 const KNOWN = [
@@ -94,6 +116,7 @@ const KNOWN = [
   'onTimeout',
   'event',
   'match',
+  'token',
 ];
 
 /** Normalize `r.interrupt` options; returns an error message for a bad one (the caller prefixes reactor and step). */
@@ -137,8 +160,15 @@ export function toInterruptSpec(options: InterruptOptions<unknown, unknown>): In
   if (event !== undefined && correlationId !== undefined && match === undefined) {
     return 'an event with correlationId needs match: (payload) => the correlation id the event is for';
   }
+  let token: InterruptSpec['token'];
+  if (options.token !== undefined) {
+    const problem = tokenProblem(options.token);
+    if (problem) return problem;
+    token = Object.freeze({ expiresInMs: options.token.expiresInMs });
+  }
   return Object.freeze({
     ...(event !== undefined ? { event } : {}),
+    ...(token !== undefined ? { token } : {}),
     ...(match !== undefined ? { match: match as InterruptSpec['match'] } : {}),
     payload,
     correlationId: correlationId as InterruptSpec['correlationId'],
@@ -147,4 +177,16 @@ export function toInterruptSpec(options: InterruptOptions<unknown, unknown>): In
     timeoutStrategy: timeoutStrategy ?? 'active',
     onTimeout: onTimeout as InterruptSpec['onTimeout'],
   });
+}
+
+/** What is wrong with a `token` option, or undefined. */
+function tokenProblem(token: unknown): string | undefined {
+  const expected = `token must be { expiresInMs } with expiresInMs an integer from ${MIN_TOKEN_EXPIRES_IN_MS} to ${MAX_TOKEN_EXPIRES_IN_MS} (30 days)`;
+  if (typeof token !== 'object' || token === null || Array.isArray(token)) return `${expected} (got ${String(token)})`;
+  const unknown = Object.keys(token).find((key) => key !== 'expiresInMs');
+  if (unknown !== undefined) return `${expected}: unknown option 'token.${unknown}'`;
+  const ms = (token as { expiresInMs?: unknown }).expiresInMs;
+  if (typeof ms !== 'number' || !Number.isInteger(ms) || ms < MIN_TOKEN_EXPIRES_IN_MS || ms > MAX_TOKEN_EXPIRES_IN_MS)
+    return `${expected} (got expiresInMs ${String(ms)})`;
+  return undefined;
 }

@@ -79,6 +79,23 @@ export interface PendingInterrupt {
   pausedAt: number;
   /** When it times out. */
   timeoutAt?: number;
+  /**
+   * Its callback token, for an interrupt declared with `token: { expiresInMs }` when the app
+   * configures `ReactorCallbackModule` (set by the client: `run`, `get`, `wait`, `continue`).
+   */
+  callback?: InterruptCallback;
+}
+/**
+ * A signed, single-use token that answers one pause of an interrupt: POST the payload to `url` (or
+ * to `<path>/<token>` of `ReactorCallbackModule`), until `expiresAt`. See docs/callback-tokens.md.
+ */
+export interface InterruptCallback {
+  /** The token: a bearer credential for this one answer (keep it out of logs). */
+  token: string;
+  /** When it stops being accepted (epoch ms): the run reached the interrupt `expiresInMs` before. */
+  expiresAt: number;
+  /** The URL to POST the payload to, when the module has a `baseUrl`. */
+  url?: string;
 }
 /**
  * The run is paused at one or more interrupts until `client.continue` (or
