@@ -266,3 +266,8 @@ export type { ReactorTracingOptions, TracingOption } from './core';
 // A worker of the app's own that hands BullMQ jobs to the engine: the job id and attempt of its spans
 export { withDelivery } from './core';
 export type { JobDelivery, JobMessaging } from './core';
+
+/** Callback tokens: `r.interrupt(name, { token: { expiresInMs } })`, `ReactorCallbackModule`, `client.callbackToken`. */
+export { ReactorCallbackModule, CallbackTokens } from './callback';
+export type { ReactorCallbackOptions, CallbackAnswer, CallbackTokenClaim, CallbackTokenCheck } from './callback';
+export type { InterruptCallback, InterruptTokenOptions } from './core';
