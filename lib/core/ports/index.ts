@@ -9,3 +9,4 @@ export * from './interrupt-store.port';
 export * from './coordination-store.port';
 export * from './schedule.port';
 export * from './flow-store.port';
+export * from './run-events.port';

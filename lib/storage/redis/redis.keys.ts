@@ -64,6 +64,7 @@ export type MapKeyPart =
  * <prefix>:{<prefix>:s<shard>}:mapel:<mapId>:<i>    STRING lease of map element i, PX = lease TTL
  * <prefix>:{<prefix>:s<shard>}:maps:open            ZSET  open map ids, score = createdAt (ms)
  * <prefix>:{<prefix>:s<shard>}:run:<root>:resume    HASH  resume claims of a run's interrupts
+ * <prefix>:{<prefix>:s<shard>}:run:<runId>:events   STREAM live events of a run (pub/sub channel of the same name)
  * ```
  *
  * A run is sharded by its ROOT ({@link rootRunId}): a composed child `<root>/<step>` lives in its
@@ -245,6 +246,23 @@ export class RedisKeys {
    */
   resumeKey(runId: string): string {
     return this.runScopedKey(this.rootRunId(runId), 'resume');
+  }
+
+  /**
+   * The live events of run `runId` (STREAM, one field `e` holding the event's JSON; trimmed to
+   * about the newest entries, kept for the retention after the last one), in the run's slot:
+   * `<shardBase>:run:<runId>:events`. A composed child has a log of its own.
+   */
+  runEventsKey(runId: string): string {
+    return this.runScopedKey(runId, 'events');
+  }
+
+  /**
+   * The pub/sub channel waking the watchers and waiters of run `runId`: the name of its
+   * {@link runEventsKey} (so a sharded channel would live in the run's slot too).
+   */
+  runEventsChannel(runId: string): string {
+    return this.runEventsKey(runId);
   }
 
   /**

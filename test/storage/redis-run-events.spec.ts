@@ -1,0 +1,123 @@
+import type { Redis } from 'ioredis';
+import { RedisKeys } from '../../lib/storage/redis/redis.keys';
+import { RedisRunEventBus } from '../../lib/storage/redis/redis-run-events';
+import { describeRunEventBusConformance } from '../conformance/run-events.conformance';
+import { newRunId, T0 } from '../conformance/run-state.factory';
+import { cleanupPrefix, createTestRedis, redisUrl, uniquePrefix } from '../setup/redis';
+import { keySlot } from './key-slot';
+import { RedisMonitor } from './redis-monitor';
+
+let redis: Redis;
+const filePrefix = uniquePrefix('redis-run-events').replace(/:$/, '');
+let counter = 0;
+const clients: Redis[] = [];
+
+beforeAll(() => {
+  redis = createTestRedis();
+});
+afterAll(async () => {
+  await cleanupPrefix(redis, filePrefix);
+  for (const client of clients) client.disconnect();
+  await redis.quit();
+});
+
+/** Two buses (two processes: a connection each) under a fresh prefix per test. */
+describeRunEventBusConformance('redis', async ({ retentionMs, maxLen }) => {
+  const prefix = `${filePrefix}:${++counter}`;
+  const keys = new RedisKeys({ prefix });
+  const own = createTestRedis();
+  const otherConnection = createTestRedis();
+  clients.push(own, otherConnection);
+  const bus = new RedisRunEventBus(own, { keys, retentionMs, maxLen });
+  const other = new RedisRunEventBus(otherConnection, { keys, retentionMs, maxLen });
+  return {
+    bus,
+    other,
+    elapse: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
+    cleanup: async () => {
+      await bus.close();
+      await other.close();
+      await cleanupPrefix(redis, `${prefix}:`);
+    },
+  };
+});
+
+describe('RedisRunEventBus: keys, round trips, TTL and the subscriber connection', () => {
+  const prefix = `${filePrefix}:own`;
+  const keys = new RedisKeys({ prefix });
+  let monitor: RedisMonitor;
+
+  beforeAll(async () => {
+    monitor = await RedisMonitor.start(redisUrl());
+  });
+  afterAll(async () => {
+    monitor.close();
+    await cleanupPrefix(redis, `${prefix}:`);
+  });
+
+  it('keeps a run’s log in the run’s slot, named after the run record', () => {
+    const runId = 'r-1';
+    expect(keys.runEventsKey(runId)).toBe(`${keys.runKey(runId)}:events`);
+    expect(keySlot(keys.runEventsKey(runId))).toBe(keySlot(keys.runKey(runId)));
+    expect(keySlot(keys.runEventsKey(`${runId}/child`))).toBe(keySlot(keys.runKey(runId)));
+    expect(keys.runEventsChannel(runId)).toBe(keys.runEventsKey(runId));
+  });
+
+  it('appends with one script (XADD MAXLEN ~, PEXPIRE, PUBLISH) on one key, signals with one PUBLISH, reads with one XRANGE', async () => {
+    const client = createTestRedis();
+    clients.push(client);
+    const bus = new RedisRunEventBus(client, { keys, retentionMs: 30_000, maxLen: 500 });
+    const runId = newRunId();
+    const event = { type: 'run.started' as const, runId, reactorName: 'r', at: T0 };
+    await bus.append(event); // defines the script
+    const append = await monitor.commandsOf(client, () => bus.append(event));
+    expect(append.map((c) => c[0].toLowerCase())).toEqual(['evalsha']);
+    expect(append[0].slice(2, 4)).toEqual(['1', keys.runEventsKey(runId)]);
+    const signal = await monitor.commandsOf(client, () => bus.signal(runId));
+    expect(signal).toEqual([['publish', keys.runEventsChannel(runId), 'settled']]);
+    const read = await monitor.commandsOf(client, () => bus.read(runId, { limit: 5 }));
+    expect(read).toEqual([['xrange', keys.runEventsKey(runId), '-', '+', 'COUNT', '5']]);
+    const ttl = await redis.pttl(keys.runEventsKey(runId));
+    expect(ttl).toBeGreaterThan(25_000);
+    expect(ttl).toBeLessThanOrEqual(30_000);
+    expect(await redis.xlen(keys.runEventsKey(runId))).toBe(2);
+    await bus.close();
+  });
+
+  it('subscribes a run’s channel once for all its listeners in this process, and unsubscribes with the last', async () => {
+    const client = createTestRedis();
+    clients.push(client);
+    const bus = new RedisRunEventBus(client, { keys });
+    const runId = newRunId();
+    const off1 = await bus.subscribe(runId, () => undefined);
+    const off2 = await bus.subscribe(runId, () => undefined);
+    expect(bus.subscribedChannels).toBe(1);
+    const numsub = async () => (await redis.pubsub('NUMSUB', keys.runEventsChannel(runId)))[1];
+    expect(await numsub()).toBe(1);
+    off1();
+    expect(bus.subscribedChannels).toBe(1);
+    off2();
+    expect(bus.subscribedChannels).toBe(0);
+    for (let i = 0; i < 50 && (await numsub()) !== 0; i++) await new Promise((r) => setTimeout(r, 10));
+    expect(await numsub()).toBe(0);
+    await bus.close();
+    await bus.close();
+    await expect(bus.subscribe(runId, () => undefined)).rejects.toThrow(/closed/);
+  });
+
+  it('skips an entry that is not one of its own', async () => {
+    const bus = new RedisRunEventBus(redis, { keys });
+    const runId = newRunId();
+    await redis.xadd(keys.runEventsKey(runId), '*', 'x', '1');
+    await redis.xadd(keys.runEventsKey(runId), '*', 'e', '{not json');
+    await bus.append({ type: 'run.started', runId, reactorName: 'r', at: T0 });
+    expect((await bus.read(runId)).map((e) => e.event.type)).toEqual(['run.started']);
+  });
+});
+
+// Runs after the suites above (declaration order): every test cleaned up after itself.
+it('leaves no keys of its tests behind in Redis', async () => {
+  await cleanupPrefix(redis, `${filePrefix}:own:`);
+  const [, found] = await redis.scan('0', 'MATCH', `${filePrefix}:*`, 'COUNT', 10_000);
+  expect(found).toEqual([]);
+});
