@@ -637,4 +637,28 @@ describe('flow control (embedded runtime)', () => {
     expect((await t.engine.get(admittedNoJob.runId))?.status).toBe('completed');
     expect((await t.flow.inspect('flow-sweep', 'k', 10)).live).toEqual([]);
   });
+
+  it('list shows held-back runs (queued, delayed) by their creation time, beside the others', async () => {
+    const t = setup();
+    const gate = deferred();
+    const def = defineReactor(
+      'flow-listed',
+      (r: ReactorBuilder<{ n: number }>) =>
+        r.step('work', async ({ n }: { n: number }) => (await gate.promise, success(n)), {
+          n: r.input('n', { type: 'integer' }),
+        }),
+      { concurrency: { key: () => 'k', limit: 1 }, throttle: { limit: 2, periodMs: 60_000 } },
+    );
+    t.engine.register(def);
+    const created = t.clock.now();
+    const running = await t.engine.start(def, { n: 1 });
+    const queued = await t.engine.start(def, { n: 2 });
+    const delayed = await t.engine.start(def, { n: 3 });
+    expect(queued).toMatchObject({ flow: { state: 'queued' } });
+    expect(delayed).toMatchObject({ flow: { state: 'delayed' } });
+    const listed = await t.engine.list({ reactor: 'flow-listed', limit: 10 });
+    expect(listed.runs.map((r) => r.runId).sort()).toEqual([running.runId, queued.runId, delayed.runId].sort());
+    for (const run of listed.runs) expect(run.createdAt).toBe(created);
+    gate.resolve();
+  });
 });

@@ -326,7 +326,7 @@ export class MemoryReactorStorage implements ReactorStorage {
     for (const field of delta.del) fields.delete(field);
     if (options.createOnly) {
       const index = this.byReactor.get(state.reactorName) ?? new Map<string, number>();
-      index.set(state.runId, indexScore(state));
+      index.set(state.runId, state.createdAt); // listed by creation time (the index score may differ: flow control)
       this.byReactor.set(state.reactorName, index);
     }
     // A cancel request outlives every write but the run's last (a full write keeps it too).
