@@ -12,6 +12,7 @@ import {
 import { Reactor } from '../../lib/nest/reactor.decorator';
 import {
   MemoryCoordinationStore,
+  MemoryFlowStore,
   MemoryInterruptStore,
   MemoryLockManager,
   MemoryMapStore,
@@ -158,18 +159,19 @@ describe('createTestEngine(): the embedded runtime of the module', () => {
   });
 
   it('hands the test the memory adapters it runs on, the classes of which nest-reactor/testing exports', async () => {
-    const { engine, storage, locks, maps, interrupts, coordination } = createTestEngine();
+    const { engine, storage, locks, maps, interrupts, coordination, flow } = createTestEngine();
     expect(storage).toBeInstanceOf(MemoryReactorStorage);
     expect(locks).toBeInstanceOf(MemoryLockManager);
     expect(maps).toBeInstanceOf(MemoryMapStore);
     expect(interrupts).toBeInstanceOf(MemoryInterruptStore);
     expect(coordination).toBeInstanceOf(MemoryCoordinationStore);
+    expect(flow).toBeInstanceOf(MemoryFlowStore);
     const def = defineReactor('kit-stored', (r: ReactorBuilder<object>) => r.step('one', () => success(1), {}));
     const outcome = await engine.run(def, {});
     expect((await storage.load(outcome.runId))?.status).toBe('completed');
 
     // The same adapters, built by hand, make an engine of a test's own.
     const own = createMemoryAdapters();
-    expect(Object.keys(own).sort()).toEqual(['coordination', 'interrupts', 'locks', 'maps', 'storage']);
+    expect(Object.keys(own).sort()).toEqual(['coordination', 'flow', 'interrupts', 'locks', 'maps', 'storage']);
   });
 });

@@ -34,8 +34,10 @@ describe('validateReactors', () => {
         'invoice',
         'nightly-stock-report',
         'receipt',
+        'reindex-user',
         'restock-import',
         'restock-line',
+        'tenant-export',
       ],
       steps: [
         'add-stock',
@@ -47,6 +49,7 @@ describe('validateReactors', () => {
         'send-receipt',
         'settle-invoice',
         'snapshot-stock',
+        'write-export',
       ],
       optionsChecked: true,
     });
