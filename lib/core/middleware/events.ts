@@ -52,7 +52,14 @@ export type ReactorEvent =
   | (StepEventBase & { type: 'compensation.fail'; error: string })
   | (StepEventBase & { type: 'undo.start' })
   | (StepEventBase & { type: 'undo.complete' })
-  | (StepEventBase & { type: 'undo.fail'; error: string });
+  | (StepEventBase & { type: 'undo.fail'; error: string })
+  /**
+   * This process found the run's lease lost (it expired, or another process took the run over) and
+   * stopped executing the run, writing nothing more: the new holder carries it on. Also for a map
+   * element's lease (`runId` is then the element's). Delivered to the engine's middleware (the
+   * module's `middleware` and `@OnReactorEvent` listeners), not to a reactor's own.
+   */
+  | (EventBase & { type: 'lease.lost' });
 
 /** The `type` of a {@link ReactorEvent}. */
 export type ReactorEventType = ReactorEvent['type'];

@@ -1,0 +1,99 @@
+import type { Registry } from 'prom-client';
+import type { ReactorBuilder } from '../../lib/core/definition/builder';
+import type { ReactorBlueprint } from '../../lib/core/definition/reactor-blueprint';
+import type { StepContext } from '../../lib/core/definition/step';
+import { failure, success } from '../../lib/core/results/step-outcome';
+import { Reactor } from '../../lib/nest/reactor.decorator';
+
+/** Two steps that succeed. */
+@Reactor('metrics-ok')
+export class OkReactor implements ReactorBlueprint<object> {
+  build(r: ReactorBuilder<object>) {
+    const a = r.step('a', () => success(1), {});
+    return r.step('b', (args: { a: number }) => success(args.a + 1), { a });
+  }
+}
+
+/** One step that fails its first two attempts (retried 20 ms later each time), then succeeds. */
+@Reactor('metrics-retry')
+export class RetryReactor implements ReactorBlueprint<object> {
+  build(r: ReactorBuilder<object>) {
+    return r.step(
+      'flaky',
+      (_args: object, ctx: StepContext) =>
+        ctx.attempt < 3 ? failure(new Error(`flake ${ctx.attempt}`)) : success('ok'),
+      {},
+      { retries: { maxAttempts: 3, backoff: 'fixed', baseDelayMs: 20 } },
+    );
+  }
+}
+
+/**
+ * `reserve`, `notify`, then a declined `charge`: the charge is compensated (ok), `notify`'s undo
+ * throws, `reserve` is undone (ok); the run fails.
+ */
+@Reactor('metrics-rollback')
+export class RollbackReactor implements ReactorBlueprint<object> {
+  build(r: ReactorBuilder<object>) {
+    const reserve = r.step('reserve', { run: () => success('reserved'), undo: () => undefined }, {});
+    const notify = r.step(
+      'notify',
+      {
+        run: () => success('notified'),
+        undo: () => {
+          throw new Error('cannot unsend');
+        },
+      },
+      {},
+      { waitFor: [reserve] },
+    );
+    return r.step(
+      'charge',
+      { run: () => failure(new Error('card declined'), { retryable: false }), compensate: () => undefined },
+      {},
+      { waitFor: [notify] },
+    );
+  }
+}
+
+export const METRICS_REACTORS = [OkReactor, RetryReactor, RollbackReactor];
+
+type Labels = Record<string, string | number>;
+
+/**
+ * The value of one sample of `registry` (a scrape, collect functions included): the series `name`
+ * (for a histogram, `<name>_count`, `<name>_sum` or `<name>_bucket`) with exactly `labels`, or
+ * undefined when there is none.
+ */
+export async function sampleOf(registry: Registry, name: string, labels: Labels = {}): Promise<number | undefined> {
+  for (const metric of await registry.getMetricsAsJSON()) {
+    for (const value of metric.values) {
+      const series = (value as { metricName?: string }).metricName ?? metric.name;
+      if (series === name && sameLabels(value.labels as Labels, labels)) return value.value;
+    }
+  }
+  return undefined;
+}
+
+/** Every sample of the series `name`: its labels (as `k=v,k=v`, sorted) and value. */
+export async function seriesOf(registry: Registry, name: string): Promise<Record<string, number>> {
+  const out: Record<string, number> = {};
+  for (const metric of await registry.getMetricsAsJSON()) {
+    for (const value of metric.values) {
+      const series = (value as { metricName?: string }).metricName ?? metric.name;
+      if (series !== name) continue;
+      const key = Object.entries(value.labels)
+        .filter(([label]) => label !== 'le')
+        .map(([label, v]) => `${label}=${String(v)}`)
+        .sort()
+        .join(',');
+      out[key] = value.value;
+    }
+  }
+  return out;
+}
+
+function sameLabels(actual: Labels, expected: Labels): boolean {
+  const a = Object.keys(actual);
+  return a.length === Object.keys(expected).length && a.every((k) => String(actual[k]) === String(expected[k]));
+}
