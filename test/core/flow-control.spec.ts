@@ -661,4 +661,41 @@ describe('flow control (embedded runtime)', () => {
     for (const run of listed.runs) expect(run.createdAt).toBe(created);
     gate.resolve();
   });
+
+  it('a deploy that removes concurrency: the flow sweep starts the runs still queued, and empties the keys', async () => {
+    const before = setup();
+    const gate = deferred();
+    const executed: number[] = [];
+    const build = (r: ReactorBuilder<{ n: number }>) =>
+      r.step('work', async ({ n }: { n: number }) => (executed.push(n), n === 1 && (await gate.promise), success(n)), {
+        n: r.input('n', { type: 'integer' }),
+      });
+    const limited = defineReactor('flow-dropped', build, { concurrency: { key: () => 'k', limit: 1 } });
+    before.engine.register(limited);
+    const first = await before.engine.start(limited, { n: 1 });
+    const queued = [await before.engine.start(limited, { n: 2 }), await before.engine.start(limited, { n: 3 })];
+    expect(queued.map((o) => (o.status === 'dispatched' ? o.flow?.state : undefined))).toEqual(['queued', 'queued']);
+    await until(() => executed.length === 1);
+
+    // The new version of the app: the same reactor, no concurrency, on the same stores.
+    const after = createTestEngine({
+      clock: before.clock,
+      logger: quiet,
+      storage: before.storage,
+      locks: before.locks,
+      maps: before.maps,
+      interrupts: before.interrupts,
+      coordination: before.coordination,
+      flow: before.flow,
+    });
+    after.engine.register(defineReactor('flow-dropped', build, {}));
+    expect(await after.engine.recoverStalled({ graceMs: 60_000 })).toBeGreaterThanOrEqual(2);
+    await until(() => executed.length === 3);
+    await settle(after);
+    for (const o of queued) expect((await after.engine.get(o.runId))?.status).toBe('completed');
+    expect((await before.flow.inspect('flow-dropped', 'k', 10)).queued).toBe(0);
+    gate.resolve();
+    await settle(before);
+    expect((await before.engine.get(first.runId))?.status).toBe('completed');
+  });
 });

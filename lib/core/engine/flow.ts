@@ -286,7 +286,10 @@ export class FlowControl {
     let enqueued = 0;
     for (const def of this.registry.all()) {
       const concurrency = def.flow?.concurrency;
-      if (!concurrency) continue;
+      if (!concurrency) {
+        enqueued += await this.drain(def, limit);
+        continue;
+      }
       for (const key of await store.keys(def.name, limit)) {
         try {
           const now = await store.now();
@@ -307,6 +310,37 @@ export class FlowControl {
         } catch (error) {
           this.parts.logger.warn(`Flow sweep skipped key '${key}' of reactor '${def.name}': ${errorMessage(error)}`);
         }
+      }
+    }
+    return enqueued;
+  }
+
+  /**
+   * A reactor that no longer declares `concurrency` (a deploy removed it) while runs of it still
+   * hold or wait for slots: its waiting runs are started (their delivery finds no gate), and its
+   * keys emptied, `limit` runs per key and sweep. Returns how many jobs it enqueued.
+   */
+  private async drain(def: ReactorDefinition, limit: number): Promise<number> {
+    const store = this.parts.flow!;
+    let enqueued = 0;
+    for (const key of await store.keys(def.name, limit)) {
+      try {
+        const view = await store.inspect(def.name, key, limit);
+        if (view.live.length === 0 && view.queued === 0) {
+          await store.prune(def.name, key, 0);
+          continue;
+        }
+        for (const runId of [...view.live.map((l) => l.runId), ...view.next]) {
+          // Each leave may admit the next waiting run (a limit of one): it is started too.
+          const admitted = await store.leave(def.name, key, runId, 1);
+          const started = view.next.includes(runId) ? [runId, ...admitted] : admitted;
+          await this.admit(def, started);
+          enqueued += started.length;
+        }
+      } catch (error) {
+        this.parts.logger.warn(
+          `Flow sweep could not drain key '${key}' of reactor '${def.name}': ${errorMessage(error)}`,
+        );
       }
     }
     return enqueued;
