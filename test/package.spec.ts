@@ -179,6 +179,8 @@ describe('the published package', () => {
       'dist/lib/health/index.d.ts',
       'dist/lib/dashboard/index.js',
       'dist/lib/dashboard/index.d.ts',
+      'dist/lib/metrics/index.js',
+      'dist/lib/metrics/index.d.ts',
       'dist/lib/dashboard/assets/index.html',
       'dist/lib/dashboard/assets/app.js',
       'dist/lib/dashboard/assets/app.css',
@@ -203,12 +205,14 @@ describe('the published package', () => {
         'bullmq',
         'class-transformer',
         'class-validator',
+        'prom-client',
         'reflect-metadata',
         'rxjs',
       ].sort(),
     );
     for (const name of Object.keys(pkg.peerDependencies)) expect(pkg.dependencies).not.toHaveProperty(name);
     expect(pkg.peerDependenciesMeta?.['@nestjs/terminus']?.optional).toBe(true);
+    expect(pkg.peerDependenciesMeta?.['prom-client']?.optional).toBe(true);
     // Each range accepts what both test flavours install: Nest 11 (this repository) and Nest 12.
     for (const flavour of [NEST11, NEST12]) {
       for (const [name, range] of Object.entries(pkg.peerDependencies)) {

@@ -2,6 +2,7 @@ import * as api from '../lib';
 import * as testing from '../lib/testing';
 import * as health from '../lib/health';
 import * as dashboard from '../lib/dashboard';
+import * as metrics from '../lib/metrics';
 import { defineReactor, success, type ReactorBuilder } from '../lib';
 import { createTestEngine } from '../lib/testing';
 
@@ -72,6 +73,7 @@ describe('public API', () => {
     ]);
     expect(Object.keys(health).sort()).toEqual(['ReactorHealthIndicator', 'ReactorHealthModule']);
     expect(Object.keys(dashboard).sort()).toEqual(['DASHBOARD_ACTION_HEADER', 'ReactorDashboardModule']);
+    expect(Object.keys(metrics).sort()).toEqual(['ReactorMetrics', 'ReactorMetricsController', 'ReactorMetricsModule']);
   });
 
   it('runs a reactor with the testing entry point, with retries that do not wait', async () => {

@@ -291,6 +291,12 @@ export class Executions {
       }
       if (error instanceof LeaseLostError) {
         this.parts.logger.warn(error.message);
+        await this.parts.middleware.emit({
+          type: 'lease.lost',
+          runId: state.runId,
+          reactorName: def.name,
+          at: this.parts.clock.now(),
+        });
         released = true;
         // A worker that lost its lease stops quietly: the new holder carries the run on.
         if (mode === 'worker') return outcomeOf(state);

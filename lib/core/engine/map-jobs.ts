@@ -152,6 +152,12 @@ export class MapJobs {
       // on; the other elements of this job still settle.
       if (!(error instanceof LeaseLostError)) throw error;
       this.parts.logger.warn(error.message);
+      await this.parts.middleware.emit({
+        type: 'lease.lost',
+        runId: elementRunId(mapId, index),
+        reactorName: def.name,
+        at: this.parts.clock.now(),
+      });
       return undefined;
     } finally {
       held.stop();
