@@ -205,6 +205,13 @@ export interface ReactorModuleOptions {
    * adds a span per compensate and undo callback. @default true
    */
   tracing?: TracingOption;
+  /**
+   * Write every run's lifecycle events (step started, completed, failed, retrying, paused, resumed,
+   * finished) to a per-run log that `client.watch(runId)` and the dashboard replay and follow: one
+   * more Redis command per event. Without it, `watch` yields only `run.paused` and `run.finished`
+   * (read from storage when a run settles), and `wait` still wakes at once. @default false
+   */
+  liveEvents?: boolean;
   /** Redis runtime: BullMQ job and worker options, and the application's shared BullMQ configuration. */
   bullmq?: ReactorBullMqOptions;
 }
@@ -238,6 +245,8 @@ export interface ResolvedReactorModuleOptions {
   readonly rateLimits: Readonly<Record<string, RateLimits>>;
   readonly lockSnoozeMaxAttempts: number;
   readonly tracing: TracingOption;
+  /** @default false */
+  readonly liveEvents?: boolean;
   readonly bullmq: {
     readonly configKey?: string;
     readonly defaultJobOptions: Readonly<ReactorJobOptions>;

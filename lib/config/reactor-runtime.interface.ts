@@ -8,6 +8,7 @@ import type {
   LockManager,
   MapStore,
   ReactorStorage,
+  RunEventBus,
   ScheduleBackend,
 } from '../core';
 import type { ReactorWorkerHost } from './reactor-worker-host.interface';
@@ -34,6 +35,11 @@ export interface ReactorRuntime {
   /** Flow control of starts (concurrency queues per key, throttles, debounce and batch gathers), on the same backend. */
   readonly flow: FlowStore;
   readonly dispatcher: JobDispatcher;
+  /**
+   * Live run events (`client.watch`) and the wake-ups of `wait`, on the same backend: a Stream per
+   * run and pub/sub on Redis, in memory on the embedded runtime.
+   */
+  readonly runEvents?: RunEventBus;
   /** Where schedules are kept and what fires their ticks (`client.schedules`). */
   readonly schedules?: ScheduleBackend;
   /**

@@ -19,6 +19,7 @@ import {
   type ReactorRuntime,
 } from '../config';
 import { ReactorRegistry } from './reactor.registry';
+import { LiveEventsMiddleware } from '../live/live-events.middleware';
 
 /** The engine's logger, over a Nest logger. */
 export function nestEngineLogger(logger: LoggerService): EngineLogger {
@@ -39,7 +40,8 @@ export function createReactorEngine(
   registry: ReactorRegistry,
   runtime: ReactorRuntime,
 ): ReactorEngine {
-  return new ReactorEngine({
+  const logger = nestEngineLogger(new Logger(REACTOR_LOGGER_CONTEXT));
+  const engine = new ReactorEngine({
     storage,
     locks,
     maps: runtime.maps,
@@ -64,8 +66,14 @@ export function createReactorEngine(
     idempotencyWindowMs: options.idempotencyWindowMs,
     snoozeDelayMs: options.snoozeDelayMs,
     tracing: options.tracing,
-    logger: nestEngineLogger(new Logger(REACTOR_LOGGER_CONTEXT)),
+    logger,
   });
+  // Live runs: `wait` wakes on the runtime's bus; with `liveEvents`, every lifecycle event is logged for `watch`.
+  if (runtime.runEvents) {
+    engine.useRunEvents(runtime.runEvents, { logSettles: options.liveEvents });
+    if (options.liveEvents) engine.addMiddleware(new LiveEventsMiddleware(runtime.runEvents, logger));
+  }
+  return engine;
 }
 
 /** The `ReactorEngine` of the module (injected by class). */

@@ -73,6 +73,7 @@ const KNOWN_OPTIONS: ReadonlyArray<keyof ReactorModuleOptions> = [
   'rateLimits',
   'lockSnoozeMaxAttempts',
   'tracing',
+  'liveEvents',
   'bullmq',
 ];
 
@@ -156,6 +157,7 @@ export function resolveReactorModuleOptions(raw: ReactorModuleOptions | undefine
       0,
     ),
     tracing: resolveTracing(options.tracing, d.tracing),
+    ...(options.liveEvents === undefined ? {} : { liveEvents: boolean('liveEvents', options.liveEvents, false) }),
     bullmq: Object.freeze(resolveBullMq(options.bullmq)),
   });
 }

@@ -33,6 +33,8 @@ import {
   type InterruptCallback,
   type PausedOutcome,
   type ReactorDefinition,
+  type RunWatchEvent,
+  type RunWatchOptions,
 } from '../core';
 import { ReactorSweeper, type SweepResult } from '../sweepers/reactor.sweeper';
 import { ReactorRegistry } from './reactor.registry';
@@ -58,7 +60,11 @@ export const REACTOR_CALLBACK_ISSUER = Symbol('nest-reactor:callback-issuer');
 export interface WaitOptions {
   /** Give up (with `WaitTimeoutError`) after this long. @default 30000 */
   timeoutMs?: number;
-  /** Poll storage this often when the run finishes in another process. @default 100 */
+  /**
+   * Read storage this often when the run settles in another process. The module's runtimes wake
+   * `wait` at once when the run settles anywhere, so this is only a fallback there. @default 1000
+   * (100 without a runtime that wakes waiters)
+   */
   pollMs?: number;
 }
 
@@ -141,6 +147,24 @@ export class ReactorClient {
     checkMs('wait', 'options.timeoutMs', checked.timeoutMs);
     checkMs('wait', 'options.pollMs', checked.pollMs, 1);
     return this.withCallback(await this.engine.wait<O>(runId, checked));
+  }
+
+  /**
+   * The run's events as they happen, for an app's own UI: `for await (const e of client.watch(id))`.
+   * Replays what the run's log keeps first (only what came after `options.after`, the `id` of an
+   * event seen before), then follows the run live; ends after `run.finished`, when
+   * `options.signal` aborts, or at `break`. With the module's `liveEvents: true` every step
+   * started / completed / failed / retrying, pause, resume and the end; without it, `run.paused`
+   * and `run.finished` only (read from storage when the run settles). The first `next()` rejects
+   * with `RunNotFoundError` for an unknown run. For a Nest `@Sse()` route, see `runEventsSse`.
+   */
+  watch(runId: string, options?: RunWatchOptions): AsyncIterableIterator<RunWatchEvent> {
+    const checked = checkOptions('watch', options);
+    checkMs('watch', 'options.pollMs', checked.pollMs, 1);
+    if (checked.signal !== undefined && !(checked.signal instanceof AbortSignal)) {
+      throw new InvalidArgumentError('watch', 'options.signal', 'an AbortSignal', checked.signal);
+    }
+    return this.engine.watch(runId, checked);
   }
 
   /**

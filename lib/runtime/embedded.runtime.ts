@@ -3,6 +3,7 @@ import type { Clock, InputCipher, JobHandler, ScheduleBackend } from '../core';
 import { InProcessJobDispatcher } from './in-process-job.dispatcher';
 import { InProcessScheduleTicker } from './in-process-scheduler';
 import { MemoryScheduleStore } from '../storage/memory/memory-schedule.store';
+import { MemoryRunEventBus } from '../storage/memory/memory-run-events';
 import { createMemoryAdapters } from '../storage/memory/create-memory-adapters';
 import type { MemoryLockManager } from '../storage/memory/memory-lock.manager';
 import type { MemoryMapStore } from '../storage/memory/memory-map.store';
@@ -30,12 +31,15 @@ export class EmbeddedReactorRuntime implements ReactorRuntime {
   readonly dispatcher: InProcessJobDispatcher;
   /** Schedules in memory, ticking on the runtime's clock. */
   readonly schedules: ScheduleBackend;
+  /** Live run events in memory, kept on the runtime's clock. */
+  readonly runEvents: MemoryRunEventBus;
 
   constructor(
     clock: Clock,
     logger: LoggerService,
-    options: { maxContextBytes?: number; inputCipher?: InputCipher } = {},
+    options: { maxContextBytes?: number; inputCipher?: InputCipher; contextTtlMs?: number } = {},
   ) {
+    this.runEvents = new MemoryRunEventBus({ clock, retentionMs: options.contextTtlMs });
     const { storage, locks, maps, interrupts, coordination, flow } = createMemoryAdapters(clock, options);
     this.flow = flow;
     this.maps = maps;
@@ -64,5 +68,6 @@ export class EmbeddedReactorRuntime implements ReactorRuntime {
 
   async close(): Promise<void> {
     await this.stopWorkers();
+    await this.runEvents.close();
   }
 }

@@ -9,6 +9,7 @@ import { RedisMapStore } from '../storage/redis/redis-map.store';
 import { RedisInterruptStore } from '../storage/redis/redis-interrupt.store';
 import { RedisCoordinationStore } from '../storage/redis/redis-coordination.store';
 import { RedisFlowStore } from '../storage/redis/redis-flow.store';
+import { RedisRunEventBus } from '../storage/redis/redis-run-events';
 import { RedisReactorStorage } from '../storage/redis/redis-reactor.storage';
 import type { RedisConnection } from '../storage/redis/redis-scripts';
 import { BullMqJobDispatcher } from '../queue/bullmq-job.dispatcher';
@@ -48,6 +49,8 @@ export class RedisReactorRuntime implements ReactorRuntime {
   readonly dispatcher: BullMqJobDispatcher;
   /** Schedules: definitions in a Redis hash, ticks from BullMQ job schedulers. */
   readonly schedules: ScheduleBackend;
+  /** Live run events: a Stream per run, and pub/sub wake-ups on a subscriber connection made when first needed. */
+  readonly runEvents: RedisRunEventBus;
   /** The module's BullMQ queues: the default one and the named ones (for Bull Board, metrics). */
   readonly queues: ReactorQueues;
   /** The key builder of the storage and lock manager. */
@@ -108,6 +111,7 @@ export class RedisReactorRuntime implements ReactorRuntime {
     this.interrupts = new RedisInterruptStore(this.redis, { keys: this.keys });
     this.coordination = new RedisCoordinationStore(this.redis, { keys: this.keys });
     this.flow = new RedisFlowStore(this.redis, { keys: this.keys });
+    this.runEvents = new RedisRunEventBus(this.redis, { keys: this.keys, retentionMs: options.contextTtlMs });
     this.queues = new ReactorQueues(queue, (name) => {
       // The default queue's settings (an application's shared BullMQ configuration included), with the queue's prefix.
       const named = new Queue(name, { ...queue.opts, ...bullMqQueueOptions(options, name) });
@@ -281,6 +285,7 @@ export class RedisReactorRuntime implements ReactorRuntime {
         this.logger.warn(messages.cleanupFailed('close the BullMQ queue', error));
       }
       this.redis.off('ready', this.onConnected);
+      await this.runEvents.close().catch(() => undefined);
       if (!this.ownsConnection) return;
       try {
         await closeConnection(this.redis);

@@ -33,6 +33,7 @@ import { RunStarter } from './run-starter';
 import { RunViewer, type RunView } from './run-view';
 import { checkRunId, checkStoredRunId } from './run-id';
 import { Waiters } from './waiters';
+import type { RunEventBus, RunWatchEvent, RunWatchOptions } from '../ports/run-events.port';
 import { tracingOf } from '../tracing/tracing';
 
 /**
@@ -181,6 +182,26 @@ export class ReactorEngine {
   /** Deliver lifecycle events to `middleware` too, after the configured middleware (call it at boot). */
   addMiddleware(middleware: ReactorMiddleware): void {
     this.parts.middleware.add(middleware);
+  }
+
+  /**
+   * Live runs: signal runs settling on `bus` (so `wait` in any process wakes at once) and let
+   * {@link watch} replay and follow the runs' logs on it; with `logSettles`, log each pause and end
+   * there too (the lifecycle events are logged by a middleware). Call it at boot (the Nest module
+   * does, with its runtime's bus and `liveEvents`).
+   */
+  useRunEvents(bus: RunEventBus, options: { logSettles?: boolean } = {}): void {
+    this.waiters.bus = bus;
+    this.waiters.logSettles = options.logSettles === true;
+  }
+
+  /**
+   * The events of run `runId` as they happen (an async iterable), replayed first from its log
+   * after `options.after`; ends after `run.finished`, on `options.signal`, or at `break`.
+   */
+  watch(runId: string, options: RunWatchOptions = {}): AsyncIterableIterator<RunWatchEvent> {
+    checkStoredRunId(runId);
+    return this.waiters.watch(runId, options);
   }
 
   /** Register a definition. Registering the same name with another shape is an error. */

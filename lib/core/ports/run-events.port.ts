@@ -32,10 +32,8 @@ export type RunLiveEvent =
   | (LiveStepEventBase & { type: 'step.retrying'; attempt: number; delayMs: number; error: string })
   /** A completed step was rolled back (`compensated` by its failing run, `undone` by a later one); `error` when that failed. */
   | (LiveStepEventBase & { type: 'step.compensated' | 'step.undone'; error?: string })
-  /** The run waits at these interrupts (their paths). */
+  /** The run waits at these interrupts (their paths); `at`: when it reached the last of them. */
   | (LiveEventBase & { type: 'run.paused'; interrupts: string[] })
-  /** The run goes on in a worker (a background step, a sleep, async units). */
-  | (LiveEventBase & { type: 'run.dispatched' })
   /** The run ended; the last event of its log. `error`: the failure's message. */
   | (LiveEventBase & {
       type: 'run.finished';
@@ -55,6 +53,19 @@ export type RunWatchEvent = RunLiveEvent & {
    */
   id: string;
 };
+
+/** Options of `client.watch` (and `ReactorEngine.watch`). */
+export interface RunWatchOptions {
+  /**
+   * Replay only what came after this cursor (the `id` of an event yielded before: an SSE
+   * `Last-Event-ID`). Without it, every event the run's log keeps is replayed first.
+   */
+  after?: string;
+  /** Stop watching when it aborts (the iterator then ends). */
+  signal?: AbortSignal;
+  /** How often storage is read without a wake-up. @default 1000 with a run event bus, else 100 */
+  pollMs?: number;
+}
 
 /** One entry of a run's log. */
 export interface RunEventEntry {
