@@ -83,6 +83,15 @@ const ALLOWED_JOB_OPTIONS = ['removeOnComplete', 'removeOnFail', 'keepLogs', 'st
 const ALLOWED_WORKER_OPTIONS = ['limiter'] as const;
 
 /**
+ * The CLI's switch (`npx nest-reactor`, lib/cli): `true` on `globalThis` under this key, set before
+ * the CLI loads an application, makes every `ReactorModule` of the process resolve `workers: false`
+ * and `sweeper.enabled: false` whatever its options say (each option still checked), so the app
+ * boots as a client: it runs no jobs and sweeps nothing. A key of the global symbol registry, so it
+ * reaches the app's copy of the package even when that is not the CLI's. @internal
+ */
+export const CLIENT_ONLY_PROCESS = Symbol.for('nest-reactor.client-only-process');
+
+/**
  * Validate module options and apply defaults. The only place options are checked, for `forRoot`
  * and `forRootAsync` alike; a bad option throws a `ConfigurationError` naming it (in its message
  * and its `option`) and what it must be.
@@ -95,6 +104,7 @@ export function resolveReactorModuleOptions(raw: ReactorModuleOptions | undefine
       throw new ConfigurationError(messages.optionUnknown(key, KNOWN_OPTIONS), key);
   }
   const d = REACTOR_MODULE_DEFAULTS;
+  const clientOnly = (globalThis as Record<symbol, unknown>)[CLIENT_ONLY_PROCESS] === true;
   const contextTtlMs = integer('contextTtlMs', options.contextTtlMs, d.contextTtlMs, 1);
   const idempotencyWindowMs = integer('idempotencyWindowMs', options.idempotencyWindowMs, contextTtlMs, 1);
   const earlyResumeTtlMs = integer(
@@ -124,8 +134,8 @@ export function resolveReactorModuleOptions(raw: ReactorModuleOptions | undefine
     snoozeDelayMs: integer('snoozeDelayMs', options.snoozeDelayMs, d.snoozeDelayMs, 0),
     clock: resolveClock(options.clock),
     global: boolean('global', options.global, d.global),
-    sweeper: Object.freeze(resolveSweeper(options.sweeper)),
-    workers: boolean('workers', options.workers, d.workers),
+    sweeper: Object.freeze({ ...resolveSweeper(options.sweeper), ...(clientOnly ? { enabled: false } : {}) }),
+    workers: boolean('workers', options.workers, d.workers) && !clientOnly,
     workerConcurrency: integer('workerConcurrency', options.workerConcurrency, d.workerConcurrency, 1),
     jobRetryCount: integer('jobRetryCount', options.jobRetryCount, d.jobRetryCount, 0),
     contextTtlMs,
