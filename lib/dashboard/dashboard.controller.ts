@@ -4,6 +4,7 @@ import {
   ConflictException,
   Get,
   Header,
+  Headers,
   HttpCode,
   HttpException,
   Inject,
@@ -12,10 +13,13 @@ import {
   Post,
   Query,
   Req,
+  Sse,
   UnprocessableEntityException,
   UseGuards,
 } from '@nestjs/common';
+import { catchError, throwError, type Observable } from 'rxjs';
 import {
+  InvalidArgumentError,
   InputValidationError,
   PayloadValidationError,
   ReactorError,
@@ -25,6 +29,7 @@ import {
   type RunStatus,
 } from '../core';
 import { ReactorClient } from '../nest';
+import { runEventsSse, type RunEventMessage } from '../live/run-events.sse';
 import { DashboardActionGuard } from './dashboard-action.guard';
 import { DASHBOARD_CSP, DashboardAssets } from './dashboard-assets';
 import type { DashboardReactor } from './dashboard-dag';
@@ -111,6 +116,17 @@ function integer(name: string, value: string | undefined, min: number, max: numb
   if (!Number.isInteger(n) || n < min || n > max)
     throw new BadRequestException(`'${name}' must be an integer from ${min} to ${max}.`);
   return n;
+}
+
+/** `error` as the HTTP error {@link toHttp} throws for it (or itself). */
+function httpError(error: unknown): unknown {
+  if (error instanceof InvalidArgumentError)
+    return new BadRequestException({ statusCode: 400, code: error.code, message: error.message });
+  try {
+    return toHttp(error);
+  } catch (thrown) {
+    return thrown;
+  }
 }
 
 function outcomeResult(outcome: RunOutcome): DashboardActionResult {
@@ -207,6 +223,27 @@ export class DashboardController {
   @Get('api/runs/:runId')
   run(@Param('runId') runId: string): Promise<DashboardRun> {
     return http(() => this.dashboard.run(runId));
+  }
+
+  /**
+   * A run's events as Server-Sent Events (the run's page follows the run with it): what its log
+   * keeps after `Last-Event-ID` (or `?after=`), then live; ends after `run.finished`. 404 for an
+   * unknown run, 400 for a cursor that is not one. Each message's `id` is the event's cursor and
+   * its `data` the event (JSON, its `type` inside).
+   */
+  @Sse('api/runs/:runId/events')
+  events(
+    @Param('runId') runId: string,
+    @Headers('last-event-id') lastEventId?: string,
+    @Query('after') after?: string,
+  ): Observable<RunEventMessage> {
+    try {
+      return runEventsSse(this.client, runId, lastEventId || after || undefined).pipe(
+        catchError((error: unknown) => throwError(() => httpError(error))),
+      );
+    } catch (error) {
+      throw httpError(error);
+    }
   }
 
   /** A map step's failed (and halted) elements, 500 records at a time from `from`; `status=all` for every one. */

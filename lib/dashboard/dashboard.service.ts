@@ -16,7 +16,7 @@ import {
   type RunSummary,
   type RunView,
 } from '../core';
-import { REACTOR_RUNTIME, type ReactorRuntime } from '../config';
+import { REACTOR_OPTIONS, REACTOR_RUNTIME, type ReactorRuntime, type ResolvedReactorModuleOptions } from '../config';
 import { derivedRedaction } from '../core/engine/run-view';
 import { ReactorClient } from '../nest';
 import { describeReactor, stepStates, type DashboardReactor, type DashboardStepState } from './dashboard-dag';
@@ -188,9 +188,21 @@ export class DashboardService implements OnModuleInit {
       .map((name) => describeReactor(this.engine.definition(name)));
   }
 
-  /** The page's settings (nothing secret). */
-  settings(): { pollIntervalMs: number; statuses: readonly RunStatus[] } {
-    return { pollIntervalMs: this.options.pollIntervalMs, statuses: RUN_STATUSES };
+  /**
+   * The page's settings (nothing secret). `liveEvents`: the module logs every step's events, so a
+   * run's page follows it by its event stream (`api/runs/:runId/events`) and polls only as a
+   * fallback; without them the stream still tells it the run paused or ended.
+   */
+  settings(): { pollIntervalMs: number; statuses: readonly RunStatus[]; liveEvents: boolean } {
+    return { pollIntervalMs: this.options.pollIntervalMs, statuses: RUN_STATUSES, liveEvents: this.liveEvents() };
+  }
+
+  private liveEvents(): boolean {
+    try {
+      return this.moduleRef.get<ResolvedReactorModuleOptions>(REACTOR_OPTIONS, { strict: false }).liveEvents === true;
+    } catch {
+      return false;
+    }
   }
 
   /**

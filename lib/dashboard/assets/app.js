@@ -70,10 +70,52 @@
       } catch (error) {
         showError(error);
       }
-      if (state.route === route) state.timer = setTimeout(tick, state.settings.pollIntervalMs);
+      if (state.route === route)
+        state.timer = setTimeout(tick, state.pollMs ? state.pollMs() : state.settings.pollIntervalMs);
     };
     return tick();
   }
+
+  // ---- A run's events (Server-Sent Events) -----------------------------------------------------
+  // The run's page follows the run by its event stream: each event refreshes the page at once. With
+  // the module's `liveEvents` every step's event comes, so polling is only a slow fallback; without
+  // them the stream still tells the pause and the end. The stream closes after `run.finished`.
+  let stream;
+  function closeStream() {
+    if (stream) stream.close();
+    stream = undefined;
+    document.documentElement.setAttribute('data-run-stream', 'closed');
+  }
+  function follow(route, runId, onEvent) {
+    closeStream();
+    if (typeof window.EventSource !== 'function') return;
+    const source = new window.EventSource(`${API}runs/${encodeURIComponent(runId)}/events`, { withCredentials: true });
+    stream = source;
+    source.onopen = () => document.documentElement.setAttribute('data-run-stream', 'open');
+    source.onmessage = (message) => {
+      if (state.route !== route || stream !== source) return source.close();
+      let event;
+      try {
+        event = JSON.parse(message.data);
+      } catch {
+        return;
+      }
+      const seen = Number(document.documentElement.getAttribute('data-run-events') || 0) + 1;
+      document.documentElement.setAttribute('data-run-events', String(seen));
+      if (event.type === 'run.finished') closeStream();
+      onEvent(event);
+    };
+    // An EventSource reconnects by itself (sending the last id); one that gave up falls back to polling.
+    source.onerror = () => {
+      if (source.readyState === 2 && stream === source) {
+        closeStream();
+        onEvent(undefined);
+      }
+    };
+  }
+  /** The poll interval of a run's page: slow while its stream brings every step's event. */
+  const runPollMs = () =>
+    stream && state.settings.liveEvents ? state.settings.pollIntervalMs * 10 : state.settings.pollIntervalMs;
   function showError(error) {
     const bar =
       document.getElementById('error') || document.body.appendChild(h('div', { id: 'error', class: 'error-bar' }));
@@ -866,6 +908,13 @@
     const view = document.getElementById('view');
     view.replaceChildren(h('p', { class: 'muted' }, 'Loading…'));
     let last = '';
+    let soon;
+    state.pollMs = runPollMs;
+    follow(route, runId, () => {
+      // Events come in bursts (a step ends, the next starts): one refresh for a burst.
+      clearTimeout(soon);
+      soon = setTimeout(() => state.route === route && refreshRun(), 30);
+    });
     refreshRun = () =>
       poll(route, async () => {
         const run = await get(`runs/${encodeURIComponent(runId)}`);
@@ -963,6 +1012,8 @@
   function route() {
     const hash = window.location.hash || '#/';
     state.route = hash;
+    state.pollMs = undefined;
+    closeStream();
     showError(undefined);
     const run = /^#\/runs\/([^?]+)/.exec(hash);
     if (run) return renderRun(hash, decodeURIComponent(run[1]));
