@@ -292,7 +292,9 @@ describe('operations', () => {
     expect(json(cancelled)).toEqual(
       expect.objectContaining({ status: 'cancelled', reason: 'ops: duplicate order', rollbackFailures: [] }),
     );
-    expect(readFileSync(log, 'utf8')).toContain('undo R-a-2');
+    const lines = readFileSync(log, 'utf8').trim().split('\n');
+    expect(lines).toEqual([expect.stringMatching(/^undo R-a-2 pid=\d+$/)]);
+    expect(lines[0]).not.toContain(`pid=${process.pid}`); // nobody held it: the CLI undid it
 
     const again = await cli(['cancel', runs.cancel, ...APP]);
     expect(again.code).toBe(1);
