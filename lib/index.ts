@@ -53,6 +53,7 @@ export type {
   ReactorJobOptions,
   ReactorWorkerOptions,
   ReactorSweeperOptions,
+  ReactorRetentionOptions,
   ReactorRuntime,
   ReactorRuntimeKind,
 } from './config';

@@ -19,6 +19,7 @@ export type {
   ReactorJobOptions,
   ReactorWorkerOptions,
   ReactorSweeperOptions,
+  ReactorRetentionOptions,
   ReactorRuntimeKind,
   ResolvedReactorModuleOptions,
 } from './reactor-module-options.interface';

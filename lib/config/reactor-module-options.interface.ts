@@ -132,8 +132,20 @@ export interface ReactorModuleOptions {
    * not infrastructure errors: they follow the step's own `retries`. @default 3
    */
   jobRetryCount?: number;
-  /** Redis runtime: how long a run's record is kept after its last write. @default 86400000 (24 h) */
+  /**
+   * Redis runtime (and the embedded one with `retention`): how long a live run's record is kept
+   * after its last write; a paused run with an interrupt deadline, or a sleeping run, is kept until
+   * that deadline plus this. @default 86400000 (24 h)
+   */
   contextTtlMs?: number;
+  /**
+   * How long a finished run's record is kept after its last write, per status it ended in (ms, from
+   * 1000 to 10 years each): `{ completed: 3_600_000, failed: 30 * 86_400_000 }`. A run undone later
+   * (`completed`, then `cancelled`) takes the retention of its new status. The embedded runtime,
+   * which otherwise keeps runs until the application stops, expires records as Redis does once this
+   * is given. @default contextTtlMs each
+   */
+  retention?: ReactorRetentionOptions;
   /**
    * Size limit of one stored run (UTF-8 bytes of all the fields of its record). A step whose
    * result would exceed it fails with `CONTEXT_TOO_LARGE`. @default 16777216 (16 MiB)
@@ -216,6 +228,16 @@ export interface ReactorModuleOptions {
   bullmq?: ReactorBullMqOptions;
 }
 
+/** How long a finished run's record is kept, per status it ended in (ms). See `ReactorModuleOptions.retention`. */
+export interface ReactorRetentionOptions {
+  completed?: number;
+  failed?: number;
+  /** Stopped by `halt` (completed work kept, nothing rolled back). */
+  halted?: number;
+  /** Cancelled, or undone after it finished. */
+  cancelled?: number;
+}
+
 /** {@link ReactorModuleOptions} after validation, with every default applied. */
 export interface ResolvedReactorModuleOptions {
   readonly redis?: Readonly<ReactorRedisOptions>;
@@ -232,6 +254,8 @@ export interface ResolvedReactorModuleOptions {
   readonly workerConcurrency: number;
   readonly jobRetryCount: number;
   readonly contextTtlMs: number;
+  /** The retention of the statuses given (the others: `contextTtlMs`). */
+  readonly retention: Readonly<ReactorRetentionOptions>;
   readonly maxContextBytes: number;
   readonly shards: number;
   readonly shutdownGraceMs: number;

@@ -60,6 +60,7 @@ const KNOWN_OPTIONS: ReadonlyArray<keyof ReactorModuleOptions> = [
   'workerConcurrency',
   'jobRetryCount',
   'contextTtlMs',
+  'retention',
   'maxContextBytes',
   'shards',
   'shutdownGraceMs',
@@ -106,7 +107,10 @@ export function resolveReactorModuleOptions(raw: ReactorModuleOptions | undefine
   const d = REACTOR_MODULE_DEFAULTS;
   const clientOnly = (globalThis as Record<symbol, unknown>)[CLIENT_ONLY_PROCESS] === true;
   const contextTtlMs = integer('contextTtlMs', options.contextTtlMs, d.contextTtlMs, 1);
-  const idempotencyWindowMs = integer('idempotencyWindowMs', options.idempotencyWindowMs, contextTtlMs, 1);
+  const retention = resolveRetention(options.retention);
+  // A key must not outlive its run: at most the shortest time a run is kept.
+  const shortestKept = Math.min(contextTtlMs, ...Object.values(retention).filter((ms) => ms !== undefined));
+  const idempotencyWindowMs = integer('idempotencyWindowMs', options.idempotencyWindowMs, shortestKept, 1);
   const earlyResumeTtlMs = integer(
     'earlyResumeTtlMs',
     options.earlyResumeTtlMs,
@@ -118,6 +122,13 @@ export function resolveReactorModuleOptions(raw: ReactorModuleOptions | undefine
   }
   if (idempotencyWindowMs > contextTtlMs) {
     throw invalidOption('idempotencyWindowMs', `an integer <= contextTtlMs (${contextTtlMs})`, idempotencyWindowMs);
+  }
+  if (idempotencyWindowMs > shortestKept) {
+    throw invalidOption(
+      'idempotencyWindowMs',
+      `an integer <= the shortest retention (${shortestKept}; a key must not outlive its run)`,
+      idempotencyWindowMs,
+    );
   }
   return Object.freeze({
     redis: resolveRedis(options.redis),
@@ -139,6 +150,7 @@ export function resolveReactorModuleOptions(raw: ReactorModuleOptions | undefine
     workerConcurrency: integer('workerConcurrency', options.workerConcurrency, d.workerConcurrency, 1),
     jobRetryCount: integer('jobRetryCount', options.jobRetryCount, d.jobRetryCount, 0),
     contextTtlMs,
+    retention,
     maxContextBytes: integer('maxContextBytes', options.maxContextBytes, d.maxContextBytes, 1),
     shards: integerInRange('shards', options.shards, d.shards, 1, 16384),
     shutdownGraceMs: integer('shutdownGraceMs', options.shutdownGraceMs, d.shutdownGraceMs, 0),
@@ -299,6 +311,35 @@ function resolveWorkerOptions(value: unknown): ReactorWorkerOptions {
     });
   }
   return out;
+}
+
+/** The longest retention a status may have: about ten years (365-day years), in ms. */
+export const MAX_RETENTION_MS = 10 * 365 * 24 * 60 * 60 * 1000;
+
+/**
+ * `retention`: ms per status it may name (from 1000 to {@link MAX_RETENTION_MS}). Only the statuses
+ * given (the storages default the others to `contextTtlMs`; the embedded runtime expires records
+ * only when one is given).
+ */
+function resolveRetention(value: unknown): ResolvedReactorModuleOptions['retention'] {
+  const statuses = ['completed', 'failed', 'halted', 'cancelled'] as const;
+  if (value !== undefined && !isPlainObject(value))
+    throw invalidOption('retention', '{ completed?, failed?, halted?, cancelled? } (ms each)', value);
+  const given = (value ?? {}) as Record<string, unknown>;
+  rejectUnknownKeys('retention', given, statuses);
+  const out: { -readonly [S in (typeof statuses)[number]]?: number } = {};
+  for (const status of statuses) {
+    if (given[status] === undefined) continue;
+    const ms = given[status];
+    if (typeof ms !== 'number' || !Number.isInteger(ms) || ms < 1_000 || ms > MAX_RETENTION_MS)
+      throw invalidOption(
+        `retention.${status}`,
+        `an integer from 1000 to ${MAX_RETENTION_MS} (ms: 1 s to 10 years)`,
+        ms,
+      );
+    out[status] = ms;
+  }
+  return Object.freeze(out);
 }
 
 function resolveTracing(value: unknown, fallback: boolean): TracingOption {

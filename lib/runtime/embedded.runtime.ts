@@ -5,6 +5,7 @@ import { InProcessScheduleTicker } from './in-process-scheduler';
 import { MemoryScheduleStore } from '../storage/memory/memory-schedule.store';
 import { MemoryRunEventBus } from '../storage/memory/memory-run-events';
 import { createMemoryAdapters } from '../storage/memory/create-memory-adapters';
+import type { RetentionOptions } from '../storage/run-state.codec';
 import type { MemoryLockManager } from '../storage/memory/memory-lock.manager';
 import type { MemoryMapStore } from '../storage/memory/memory-map.store';
 import type { MemoryInterruptStore } from '../storage/memory/memory-interrupt.store';
@@ -37,7 +38,12 @@ export class EmbeddedReactorRuntime implements ReactorRuntime {
   constructor(
     clock: Clock,
     logger: LoggerService,
-    options: { maxContextBytes?: number; inputCipher?: InputCipher; contextTtlMs?: number } = {},
+    options: {
+      maxContextBytes?: number;
+      inputCipher?: InputCipher;
+      contextTtlMs?: number;
+      retention?: RetentionOptions;
+    } = {},
   ) {
     this.runEvents = new MemoryRunEventBus({ clock, retentionMs: options.contextTtlMs });
     const { storage, locks, maps, interrupts, coordination, flow } = createMemoryAdapters(clock, options);

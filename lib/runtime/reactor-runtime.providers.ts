@@ -41,6 +41,11 @@ export function createReactorRuntime(
   return new EmbeddedReactorRuntime(clock, logger, {
     maxContextBytes: options.maxContextBytes,
     inputCipher: options.inputCipher,
+    // With `retention`, records expire as on Redis (on the module's clock); without, they are kept
+    // until the application stops, as they always were.
+    ...(Object.keys(options.retention).length > 0
+      ? { contextTtlMs: options.contextTtlMs, retention: options.retention }
+      : {}),
   });
 }
 

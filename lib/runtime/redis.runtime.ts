@@ -11,6 +11,7 @@ import { RedisCoordinationStore } from '../storage/redis/redis-coordination.stor
 import { RedisFlowStore } from '../storage/redis/redis-flow.store';
 import { RedisRunEventBus } from '../storage/redis/redis-run-events';
 import { RedisReactorStorage } from '../storage/redis/redis-reactor.storage';
+import { longestRetentionMs } from '../storage/run-state.codec';
 import type { RedisConnection } from '../storage/redis/redis-scripts';
 import { BullMqJobDispatcher } from '../queue/bullmq-job.dispatcher';
 import { BullMqScheduleTicker, SCHEDULE_QUEUE_NAME } from '../queue/bullmq-scheduler';
@@ -98,6 +99,7 @@ export class RedisReactorRuntime implements ReactorRuntime {
     this.storage = new RedisReactorStorage(this.redis, {
       keys: this.keys,
       contextTtlMs: options.contextTtlMs,
+      retention: options.retention,
       maxContextBytes: options.maxContextBytes,
       clock: options.clock,
       inputCipher: options.inputCipher,
@@ -105,7 +107,8 @@ export class RedisReactorRuntime implements ReactorRuntime {
     this.locks = new RedisLockManager(this.redis, { keys: this.keys });
     this.maps = new RedisMapStore(this.redis, {
       keys: this.keys,
-      contextTtlMs: options.contextTtlMs,
+      // A map's records are kept as long as its run can be (an undo of a finished run reads them).
+      contextTtlMs: longestRetentionMs(this.storage.retention),
       inputCipher: options.inputCipher,
     });
     this.interrupts = new RedisInterruptStore(this.redis, { keys: this.keys });

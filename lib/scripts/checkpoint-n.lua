@@ -9,12 +9,15 @@
   attempts and trace entries, the undo entries pushed or popped), or the whole record when `full`
   is set. For each run, in order: check the fencing lease (when a token is given); honour
   createOnly; refuse to replace a terminal record with a non-terminal state (a stale writer) unless
-  reopening; write the fields (a full write deletes the record first); re-stamp its retention TTL;
+  reopening; write the fields (a full write deletes the record first); re-stamp its TTL (the run's
+  own, computed by the caller: its status's retention once finished, `contextTtlMs` while live,
+  past its next deadline when it has one);
   refresh the lease TTL; add the run to its shard's index of non-terminal runs, or remove it once
   terminal. Lua never decodes the JSON: the status and a terminal flag are stored beside it.
 
   Input:
-    ARGV[1]  retention TTL (ms) of the records
+    ARGV[1]  how long (ms) the reactors' runs indexes keep a run after its creation: the longest
+             retention (`contextTtlMs` and every status's). Each record's own TTL is in its block
     ARGV[2]  the number of runs that follow
 
   Then, for each run, its keys (in KEYS, in order) and a block of its arguments: packed, one ARGV
@@ -30,8 +33,8 @@
              shard index       ZSET   member = run id, score = index score (ms)
              reactor's runs    ZSET   (only when the block's key count is 4: a createOnly write)
                                       member = run id, score = creation time (ms): the runs of the
-                                      run's reactor in its shard, for `list`; trimmed of runs older
-                                      than the retention
+                                      run's reactor in its shard, for `list`; trimmed of runs
+                                      created longer than ARGV[1] ago
     block    +1  key count: 3, or 4 with the reactor's runs key
              +2  run id
              +3  status
@@ -53,9 +56,11 @@
                  writer (unused for an unfenced write). Stored in the record's `w` field; a re-sent
                  script (its reply was lost and the client sent it again) finds its own stamp and
                  answers 1 as the first time did, instead of "exists" or "lease lost"
-             +9  s: the number of field/value arguments that follow (twice the fields to set)
-             +10 d: the number of fields to delete, after them
-             +11 ..  field, value, field, value, ... (s arguments), then the d fields to delete
+             +9  record TTL (ms): how long the record is kept after this write (PEXPIRE), a
+                 positive integer (passed to PEXPIRE as given)
+             +10 s: the number of field/value arguments that follow (twice the fields to set)
+             +11 d: the number of fields to delete, after them
+             +12 ..  field, value, field, value, ... (s arguments), then the d fields to delete
 
   A `cancel` field (a cancel request, see requestCancel-1.lua) survives every write but a terminal
   one (a full write keeps it; createOnly never finds one); while it is there, a write answers 3.
@@ -70,9 +75,9 @@
     an error reply: a command of this run's write failed (e.g. WRONGTYPE); nothing after it in
     that run's write was done, and the other runs are unaffected
 ]]
-local contextTtl = tonumber(ARGV[1])
+local window = tonumber(ARGV[1])
 local runs = tonumber(ARGV[2])
-if not contextTtl or contextTtl <= 0 or not runs or #KEYS < 3 * runs then
+if not window or window <= 0 or not runs or #KEYS < 3 * runs then
   return -2
 end
 
@@ -92,9 +97,11 @@ local function checkpoint(record, leaseKey, index, runsKey, a, o)
   local leaseTtl = tonumber(a[o + 6])
   local flags = a[o + 7]
   local stamp = token ~= "" and (token .. ":" .. a[o + 8]) or ""
-  local s = tonumber(a[o + 9])
-  local d = tonumber(a[o + 10])
-  if not leaseTtl or not score or not created or not s or not d or s % 2 ~= 0 or #flags ~= 6 then
+  local recordTtl = a[o + 9]
+  local ttl = tonumber(recordTtl)
+  local s = tonumber(a[o + 10])
+  local d = tonumber(a[o + 11])
+  if not leaseTtl or not score or not created or not ttl or ttl <= 0 or not s or not d or s % 2 ~= 0 or #flags ~= 6 then
     return -2
   end
   local terminal = string.sub(flags, 1, 1)
@@ -150,7 +157,7 @@ local function checkpoint(record, leaseKey, index, runsKey, a, o)
       redis.call("HSET", record, "cancel", cancel)
     end
   end
-  local first, last = o + 11, o + 10 + s
+  local first, last = o + 12, o + 11 + s
   for i = first, last, 2 * CHUNK do
     redis.call("HSET", record, unpack(a, i, math.min(i + 2 * CHUNK - 1, last)))
   end
@@ -164,7 +171,8 @@ local function checkpoint(record, leaseKey, index, runsKey, a, o)
     redis.call("HDEL", record, "w")
   end
   redis.call("HDEL", record, "broken")
-  redis.call("PEXPIRE", record, contextTtl)
+  -- The string as sent: a Lua number that large would be formatted with an exponent.
+  redis.call("PEXPIRE", record, recordTtl)
 
   if terminal == "1" then
     redis.call("ZREM", index, runId)
@@ -174,7 +182,7 @@ local function checkpoint(record, leaseKey, index, runsKey, a, o)
 
   if createOnly and runsKey then
     redis.call("ZADD", runsKey, created, runId)
-    redis.call("ZREMRANGEBYSCORE", runsKey, "-inf", "(" .. (created - contextTtl))
+    redis.call("ZREMRANGEBYSCORE", runsKey, "-inf", "(" .. string.format("%d", created - window))
   end
 
   if token ~= "" and releaseLease then
@@ -214,8 +222,8 @@ for r = 1, runs do
     a, b = ARGV, o
   end
   local keyCount = tonumber(a and a[b + 1])
-  local s = tonumber(a and a[b + 9])
-  local d = tonumber(a and a[b + 10])
+  local s = tonumber(a and a[b + 10])
+  local d = tonumber(a and a[b + 11])
   if (keyCount ~= 3 and keyCount ~= 4) or not s or not d then
     -- The blocks cannot be told apart past a malformed one.
     for rest = r, runs do
@@ -231,6 +239,6 @@ for r = 1, runs do
     out[r] = { err = type(result) == "table" and result.err or tostring(result) }
   end
   k = k + keyCount
-  o = o + (width or (10 + s + d))
+  o = o + (width or (11 + s + d))
 end
 return out

@@ -177,3 +177,70 @@ export function indexScore(state: RunState): number {
   for (const step in state.retryAt) due = Math.max(due, state.retryAt[step]);
   return due;
 }
+
+/** The statuses a run ends in, each kept for a retention of its own (`retention` of the storages). */
+export type FinishedStatus = 'completed' | 'failed' | 'halted' | 'cancelled';
+
+/** How long a finished run's record is kept, per status (ms); each defaults to `contextTtlMs`. */
+export type RetentionOptions = Partial<Record<FinishedStatus, number>>;
+
+/**
+ * How long records are kept (ms): `contextTtlMs` for a live run (past its next deadline, see
+ * {@link recordTtlMs}), and one retention per status a run ends in.
+ */
+export interface RecordRetention extends Readonly<Record<FinishedStatus, number>> {
+  readonly contextTtlMs: number;
+}
+
+/** The finished statuses, in the order options and docs list them. */
+export const FINISHED_STATUSES: readonly FinishedStatus[] = ['completed', 'failed', 'halted', 'cancelled'];
+
+/**
+ * The retention of records: `contextTtlMs` and each status's retention (`contextTtlMs` when not
+ * given), each checked by `check` (the storages' `normalizeTtlMs`, which names the option).
+ */
+export function recordRetention(
+  contextTtlMs: number,
+  retention: RetentionOptions | undefined,
+  check: (ms: number, what: string) => number,
+): RecordRetention {
+  const out: Record<string, number> = { contextTtlMs };
+  for (const status of FINISHED_STATUSES) {
+    const ms = retention?.[status];
+    out[status] = ms === undefined ? contextTtlMs : check(ms, `retention.${status}`);
+  }
+  return out as unknown as RecordRetention;
+}
+
+/**
+ * The longest a record can be kept after its creation's window starts: the longest of
+ * `contextTtlMs` and the per-status retentions. What the reactor's runs index (`list`) keeps, and
+ * what a run's satellites that must outlive it (a fan-out map's records) are kept for.
+ */
+export function longestRetentionMs(retention: RecordRetention): number {
+  let longest = retention.contextTtlMs;
+  for (const status of FINISHED_STATUSES) longest = Math.max(longest, retention[status]);
+  return longest;
+}
+
+/**
+ * How long the record of a run written now is kept (its TTL, re-stamped by every write):
+ * - a finished run: its status's retention;
+ * - a live run due at a time to come (`score`, its {@link indexScore}: a paused run's earliest
+ *   interrupt deadline, a sleeping run's wake-up, a retry's due time, a delayed start's): until
+ *   then plus `contextTtlMs`, so it is still stored when woken (timed out, resumed) and then lives
+ *   its usual TTL;
+ * - any other live run (a paused run without a deadline, a queued one included): `contextTtlMs`.
+ */
+export function recordTtlMs(status: RunStatus, score: number, now: number, retention: RecordRetention): number {
+  switch (status) {
+    case 'completed':
+    case 'failed':
+    case 'halted':
+    case 'cancelled':
+      return retention[status];
+    default:
+      if (score >= PAUSED_INDEX_SCORE || !(score > now)) return retention.contextTtlMs;
+      return retention.contextTtlMs + Math.ceil(score - now);
+  }
+}

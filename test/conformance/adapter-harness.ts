@@ -7,6 +7,10 @@ export interface HarnessOptions {
   maxContextBytes?: number;
   /** Input cipher to configure on the storage. */
   inputCipher?: InputCipher;
+  /** Retention of a live run's record to configure on the storage. */
+  contextTtlMs?: number;
+  /** Retention of a finished run's record per status to configure on the storage. */
+  retention?: Partial<Record<'completed' | 'failed' | 'halted' | 'cancelled', number>>;
 }
 
 /**
@@ -27,6 +31,8 @@ export interface AdapterHarness {
   shortTtlMs?: number;
   /** Store `raw` verbatim as the record of a non-terminal run (to simulate corruption). */
   writeRaw?(runId: string, raw: string): Promise<void>;
+  /** How long the record of a run is still kept, in ms, like `PTTL`: -2 when there is none, -1 when it does not expire. */
+  ttlOf?(runId: string): Promise<number>;
   /** The stored fields of a run, verbatim (as `HGETALL` returns them). */
   readRaw(runId: string): Promise<Record<string, string>>;
   /** Remove everything this harness created. */

@@ -561,6 +561,143 @@ export function describeStorageConformance(name: string, factory: AdapterFactory
       });
     });
 
+    describe('retention per status (issue 25)', () => {
+      // Minutes, so that PTTL read on Redis in real time is still close to what was stamped.
+      const CTX = 60_000;
+      const RETENTION = { completed: 2 * CTX, failed: 10 * CTX, halted: CTX / 2, cancelled: 15 * CTX };
+      let r: AdapterHarness;
+      /** The adapters' time: the fake clock's, else real time (the Redis storage's clock). */
+      const now = () => r.clock?.now() ?? Date.now();
+
+      beforeEach(async () => {
+        r = await harnessWith({ contextTtlMs: CTX, retention: RETENTION });
+      });
+
+      /** The record's TTL is `ms`, give or take what real time took since the write. */
+      async function expectTtl(runId: string, ms: number): Promise<void> {
+        const ttl = await r.ttlOf!(runId);
+        expect(ttl).toBeLessThanOrEqual(ms);
+        expect(ttl).toBeGreaterThan(ms - 5_000);
+      }
+
+      const paused = (timeoutAt?: number) =>
+        makeRunState({
+          status: 'paused',
+          updatedAt: now(),
+          interrupts: { approve: { path: 'approve', pausedAt: now(), ...(timeoutAt ? { timeoutAt } : {}) } },
+        });
+      /** A run parked at a sleep step until `wakeAt` (what `r.sleep` stores: its due time in `retryAt`). */
+      const sleeping = (wakeAt: number) =>
+        makeRunState({ updatedAt: now(), handoff: { mode: 'all', step: 'nap' }, retryAt: { nap: wakeAt } });
+
+      it("stamps a finished run's record with its status's retention, and a live run's with contextTtlMs", async () => {
+        const runs = TERMINAL.map((status) => makeRunState({ status }));
+        const live = makeRunState({ updatedAt: now() });
+        for (const run of [...runs, live]) await r.storage.save(run);
+        for (const run of runs) await expectTtl(run.runId, RETENTION[run.status as keyof typeof RETENTION]);
+        await expectTtl(live.runId, CTX);
+      });
+
+      it('re-stamps the TTL on the write that finishes the run (from contextTtlMs to the status retention)', async () => {
+        const run = makeRunState({ updatedAt: now() });
+        await r.storage.save(run);
+        await expectTtl(run.runId, CTX);
+        run.status = 'failed';
+        await r.storage.save(run);
+        await expectTtl(run.runId, RETENTION.failed);
+      });
+
+      it('gives a run undone after completing (completed, then cancelled) the cancelled retention', async () => {
+        const run = makeRunState({ status: 'completed' });
+        await r.storage.save(run);
+        await expectTtl(run.runId, RETENTION.completed);
+        await r.storage.save({ ...run, status: 'cancelled', updatedAt: run.updatedAt + 1 });
+        await expectTtl(run.runId, RETENTION.cancelled);
+        // And back: a run reopened (retry) is live again, on contextTtlMs.
+        await r.storage.save({ ...run, status: 'running', updatedAt: now() }, { reopen: true });
+        await expectTtl(run.runId, CTX);
+      });
+
+      it('keeps a broken run (markBroken) for the failed retention', async () => {
+        const run = makeRunState({ updatedAt: now() });
+        await r.storage.save(run);
+        await r.storage.markBroken(run.runId, undefined, { message: 'unreadable', code: 'CORRUPT_RECORD' });
+        await expectTtl(run.runId, RETENTION.failed);
+      });
+
+      it('keeps a paused run with a deadline past contextTtlMs until the deadline, plus contextTtlMs', async () => {
+        const deadline = now() + 20 * CTX;
+        const timed = paused(deadline);
+        const untimed = paused();
+        await r.storage.save(timed);
+        await r.storage.save(untimed);
+        await expectTtl(timed.runId, 21 * CTX);
+        // Without a deadline: contextTtlMs from its last write, as any live run.
+        await expectTtl(untimed.runId, CTX);
+        // A deadline already past adds nothing.
+        const late = paused(now() - 1);
+        await r.storage.save(late);
+        await expectTtl(late.runId, CTX);
+        if (!r.advance) return; // real time: the TTLs above are what Redis expires by
+        await letTimePass(r, 2 * CTX);
+        expect(await r.storage.load(untimed.runId)).toBeUndefined();
+        expect((await r.storage.load(timed.runId))?.status).toBe('paused');
+        expect(await r.storage.listActive(10, deadline + 1)).toEqual([timed.runId]);
+        await letTimePass(r, deadline - now() + CTX - 2);
+        expect((await r.storage.load(timed.runId))?.status).toBe('paused');
+        await letTimePass(r, 1);
+        expect(await r.storage.load(timed.runId)).toBeUndefined();
+      });
+
+      it('keeps a paused run until the earliest deadline of its own interrupts and its paused children', async () => {
+        const run = paused(now() + 30 * CTX);
+        run.children = {
+          child: makeRunState({
+            runId: `${run.runId}:child`,
+            status: 'paused',
+            interrupts: { sign: { path: 'child.sign', pausedAt: now(), timeoutAt: now() + 5 * CTX } },
+          }),
+        };
+        await r.storage.save(run);
+        await expectTtl(run.runId, 6 * CTX);
+      });
+
+      it('keeps a sleeping run until its wake-up, plus contextTtlMs', async () => {
+        const wakeAt = now() + 8 * CTX;
+        const run = sleeping(wakeAt);
+        await r.storage.save(run);
+        await expectTtl(run.runId, 9 * CTX);
+        if (!r.advance) return;
+        await letTimePass(r, 3 * CTX);
+        expect((await r.storage.load(run.runId))?.retryAt).toEqual({ nap: wakeAt });
+        // Woken, it lives contextTtlMs from its next write.
+        const woken = (await r.storage.load(run.runId))!;
+        delete woken.retryAt;
+        delete woken.handoff;
+        woken.updatedAt = now();
+        await r.storage.save(woken);
+        await expectTtl(run.runId, CTX);
+      });
+
+      it('lists a failed run kept longer than contextTtlMs: the runs index keeps the longest retention', async () => {
+        const reactorName = `kept-${newRunId()}`;
+        // Created longer than contextTtlMs ago, failed, kept for its retention.
+        const old = makeRunState({ reactorName, status: 'failed', createdAt: now() - 3 * CTX, updatedAt: now() });
+        await r.storage.save(old, { createOnly: true });
+        // A later create trims the index (of its shard, on Redis): of runs created longer ago than
+        // the longest retention only (test/storage/redis-retention.spec.ts checks the trim itself).
+        const fresh = makeRunState({ reactorName, createdAt: now(), updatedAt: now() });
+        await r.storage.save(fresh, { createOnly: true });
+        const listed = await r.storage.listRuns!({ reactorName, limit: 10 });
+        expect(listed.runs.map((run) => run.runId)).toEqual([fresh.runId, old.runId]);
+        if (!r.advance) return;
+        await letTimePass(r, 2 * CTX);
+        // The live run expired (contextTtlMs); the failed one is still stored and listed.
+        const later = await r.storage.listRuns!({ reactorName, limit: 10 });
+        expect(later.runs.map((run) => run.runId)).toEqual([old.runId]);
+      });
+    });
+
     describe('size limit', () => {
       it('throws ContextTooLargeError over maxContextBytes, counting UTF-8 bytes, and writes nothing', async () => {
         const limited = await harnessWith({ maxContextBytes: 2000 });

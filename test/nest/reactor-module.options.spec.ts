@@ -197,6 +197,7 @@ describe('ReactorModule options', () => {
       workerConcurrency: 10,
       jobRetryCount: 3,
       contextTtlMs: 86_400_000,
+      retention: {},
       maxContextBytes: 16 * 1024 * 1024,
       shards: 128,
       shutdownGraceMs: 10_000,

@@ -16,6 +16,7 @@ const memoryFactory: AdapterFactory = (options = {}) => {
     shortTtlMs: 1000,
     writeRaw: async (runId, raw) => storage.writeRaw(runId, raw),
     readRaw: async (runId) => storage.readRaw(runId),
+    ttlOf: async (runId) => storage.ttlOf(runId),
     cleanup: async () => storage.clear(),
   };
 };

@@ -25,6 +25,8 @@ const redisFactory: AdapterFactory = (options = {}) => {
     keys,
     maxContextBytes: options.maxContextBytes,
     inputCipher: options.inputCipher,
+    contextTtlMs: options.contextTtlMs,
+    retention: options.retention,
   });
   const locks = new RedisLockManager(redis, { keys });
   return {
@@ -39,6 +41,7 @@ const redisFactory: AdapterFactory = (options = {}) => {
         .exec();
     },
     readRaw: async (runId) => redis.hgetall(keys.runKey(runId)),
+    ttlOf: async (runId) => redis.pttl(keys.runKey(runId)),
     cleanup: async () => {
       await cleanupPrefix(redis, `${prefix}:`);
     },

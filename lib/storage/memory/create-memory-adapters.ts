@@ -1,4 +1,5 @@
 import { systemClock, type Clock, type InputCipher } from '../../core';
+import type { RetentionOptions } from '../run-state.codec';
 import { MemoryLockManager } from './memory-lock.manager';
 import { MemoryReactorStorage } from './memory-reactor.storage';
 import { MemoryMapStore } from './memory-map.store';
@@ -28,11 +29,16 @@ export interface MemoryAdapters {
  */
 export function createMemoryAdapters(
   clock: Clock = systemClock,
-  options: { maxContextBytes?: number; inputCipher?: InputCipher } = {},
+  options: {
+    maxContextBytes?: number;
+    inputCipher?: InputCipher;
+    contextTtlMs?: number;
+    retention?: RetentionOptions;
+  } = {},
 ): MemoryAdapters {
   const locks = new MemoryLockManager(clock);
-  const { maxContextBytes, inputCipher } = options;
-  const storage = new MemoryReactorStorage({ locks, clock, maxContextBytes, inputCipher });
+  const { maxContextBytes, inputCipher, contextTtlMs, retention } = options;
+  const storage = new MemoryReactorStorage({ locks, clock, maxContextBytes, inputCipher, contextTtlMs, retention });
   return {
     storage,
     locks,

@@ -19,7 +19,16 @@ import {
 import { decodeRecord, encodeDelta, HEADER_FIELD, type RecordDelta, type Written } from '../run-record.codec';
 import { encodeBroken, salvageRecord } from '../broken-record';
 import { Sealer } from '../sealing';
-import { brokenRunState, DEFAULT_MAX_CONTEXT_BYTES, indexScore } from '../run-state.codec';
+import {
+  brokenRunState,
+  DEFAULT_MAX_CONTEXT_BYTES,
+  indexScore,
+  longestRetentionMs,
+  recordRetention,
+  recordTtlMs,
+  type RecordRetention,
+  type RetentionOptions,
+} from '../run-state.codec';
 import { normalizeTtlMs } from '../lease-ttl';
 import { comesAfter, newestFirst } from '../run-position';
 import { CheckpointResult, StorageErrorCode, storageError } from '../storage-error-codes';
@@ -40,7 +49,21 @@ export interface MemoryReactorStorageOptions {
    * children). Without it such runs are refused, and a record holding encrypted fields cannot be read.
    */
   inputCipher?: InputCipher;
+  /**
+   * Retention of a live run's record after its last write, on the storage's clock, as on Redis
+   * (a run due at a later time is kept until then plus this). Without it (nor `retention`), records
+   * are kept until {@link MemoryReactorStorage.clear}.
+   */
+  contextTtlMs?: number;
+  /** Retention of a finished run's record per status, as on Redis. @default contextTtlMs each */
+  retention?: RetentionOptions;
 }
+
+/** What an unlimited retention is on this adapter: records are kept until `clear`. */
+const KEPT = Number.POSITIVE_INFINITY;
+
+/** Saves between two purges of the records whose retention passed (a read drops an expired one at once). */
+const PURGE_EVERY = 1024;
 
 interface StoredRun {
   /** The run's fields, as Redis stores them: every load parses a fresh copy, nothing is shared by reference. */
@@ -53,11 +76,15 @@ interface StoredRun {
   broken: boolean;
   /** A cancel request's reason (see `requestCancel`). */
   cancel?: string;
+  /** When its retention ends (storage clock, ms), like a Redis key's TTL; `Infinity`: kept. */
+  expiresAt: number;
 }
 
 /**
  * In-process {@link ReactorStorage} for the embedded runtime and tests. Not durable: runs live in
- * this process's memory and there is no retention TTL. It follows the same contract as
+ * this process's memory, kept for the same retention as on Redis when `contextTtlMs` or `retention`
+ * is given (expired on the storage's clock: a read drops an expired record, and saves purge them
+ * now and then), else until `clear`. It follows the same contract as
  * `RedisReactorStorage` (both pass `test/conformance/storage.conformance.ts`):
  *
  * - runs are stored serialized, in the same fields and by the same deltas as on Redis
@@ -88,6 +115,11 @@ export class MemoryReactorStorage implements ReactorStorage {
   private readonly byReactor = new Map<string, Map<string, number>>();
   /** Idempotency keys (reactor and key, as JSON) and the run each is bound to, until it expires. */
   private readonly idempotency = new Map<string, { runId: string; expiresAt: number }>();
+  /** How long records are kept (`Infinity` each without `contextTtlMs` and `retention`). */
+  readonly retention: RecordRetention;
+  /** How long a reactor's runs stay in its index after their creation: the longest retention. */
+  private readonly listWindowMs: number;
+  private saves = 0;
 
   constructor(options: MemoryReactorStorageOptions = {}) {
     this.locks = options.locks;
@@ -95,11 +127,18 @@ export class MemoryReactorStorage implements ReactorStorage {
     this.sealer = new Sealer(options.inputCipher);
     this.encryptsInputs = this.sealer.available;
     this.clock = options.clock ?? options.locks?.clock ?? systemClock;
+    const limited = options.contextTtlMs !== undefined || options.retention !== undefined;
+    this.retention = recordRetention(
+      limited ? normalizeTtlMs(options.contextTtlMs ?? ENGINE_DEFAULTS.interruptRetentionMs, 'contextTtlMs') : KEPT,
+      options.retention,
+      normalizeTtlMs,
+    );
+    this.listWindowMs = longestRetentionMs(this.retention);
     const locks = options.locks;
     if (locks) {
       this.extendRunLease = async (runId, lease, ttlMs) => {
         if (!locks.refresh(lease, ttlMs)) return { held: false };
-        const stored = this.runs.get(runId);
+        const stored = this.stored(runId);
         const cancel = stored && !stored.terminal ? stored.cancel : undefined;
         return cancel !== undefined ? { held: true, cancel } : { held: true };
       };
@@ -123,13 +162,13 @@ export class MemoryReactorStorage implements ReactorStorage {
     if (result < 0) throw storageError(result, { runId: state.runId, operation: 'save' });
     if (result !== CheckpointResult.Written && result !== CheckpointResult.WrittenCancelRequested) return false;
     this.written.set(state, delta.commit());
-    const cancel = this.runs.get(state.runId)?.cancel;
+    const cancel = this.stored(state.runId)?.cancel;
     if (result === CheckpointResult.WrittenCancelRequested && cancel !== undefined) this.cancels.set(state, cancel);
     return true;
   }
 
   async requestCancel(runId: string, reason: string): Promise<RunStatus | undefined> {
-    const stored = this.runs.get(runId);
+    const stored = this.stored(runId);
     if (!stored) return undefined;
     if (!stored.terminal && stored.status !== 'rolling_back') stored.cancel = reason;
     return stored.status;
@@ -141,7 +180,7 @@ export class MemoryReactorStorage implements ReactorStorage {
 
   /** Whether run `runId` has a cancel request stored (a map store stops its map's elements then). */
   hasCancelRequest(runId: string): boolean {
-    const stored = this.runs.get(runId);
+    const stored = this.stored(runId);
     return stored !== undefined && !stored.terminal && stored.cancel !== undefined;
   }
 
@@ -160,7 +199,7 @@ export class MemoryReactorStorage implements ReactorStorage {
     const runs: RunSummary[] = [];
     for (let i = 0; i < ordered.length; i++) {
       const p = ordered[i];
-      const stored = this.runs.get(p.runId);
+      const stored = this.stored(p.runId);
       if (!stored || (query.status && stored.status !== query.status)) continue;
       runs.push({ ...p, reactorName: query.reactorName, status: stored.status });
       if (runs.length === query.limit) return i + 1 < ordered.length ? { runs, next: p } : { runs };
@@ -183,7 +222,7 @@ export class MemoryReactorStorage implements ReactorStorage {
   }
 
   async load(runId: string): Promise<RunState | undefined> {
-    const stored = this.runs.get(runId);
+    const stored = this.stored(runId);
     if (!stored) return undefined;
     const { state, written } = decodeRecord(runId, Object.fromEntries(stored.fields), this.sealer);
     if (written) this.written.set(state, written);
@@ -205,8 +244,9 @@ export class MemoryReactorStorage implements ReactorStorage {
   async listActive(limit: number, updatedBefore = Infinity): Promise<string[]> {
     if (!(limit > 0)) return [];
     const active: Array<[string, number]> = [];
+    const now = this.clock.now();
     for (const [runId, run] of this.runs)
-      if (!run.terminal && run.updatedAt < updatedBefore) active.push([runId, run.updatedAt]);
+      if (!run.terminal && run.updatedAt < updatedBefore && run.expiresAt > now) active.push([runId, run.updatedAt]);
     // Same order as a Redis sorted set: by score, then by member.
     active.sort((a, b) => a[1] - b[1] || (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
     return active.slice(0, Math.floor(limit)).map(([runId]) => runId);
@@ -223,7 +263,7 @@ export class MemoryReactorStorage implements ReactorStorage {
   }
 
   async markBroken(runId: string, reactorName: string | undefined, reason: BrokenReason): Promise<void> {
-    const stored = this.runs.get(runId);
+    const stored = this.stored(runId);
     if (!stored || stored.broken) return;
     const previous = Object.fromEntries(stored.fields);
     const broken = brokenRunState(runId, reactorName, reason, previous[HEADER_FIELD], this.clock.now());
@@ -237,6 +277,7 @@ export class MemoryReactorStorage implements ReactorStorage {
       terminal: true,
       updatedAt: state.updatedAt,
       broken: true,
+      expiresAt: this.clock.now() + this.retention.failed,
     });
   }
 
@@ -252,6 +293,7 @@ export class MemoryReactorStorage implements ReactorStorage {
       terminal: isTerminal(status),
       updatedAt,
       broken: false,
+      expiresAt: this.clock.now() + this.retention.contextTtlMs,
     });
   }
 
@@ -260,7 +302,7 @@ export class MemoryReactorStorage implements ReactorStorage {
    * @internal
    */
   readRaw(runId: string): Record<string, string> {
-    return Object.fromEntries(this.runs.get(runId)?.fields ?? []);
+    return Object.fromEntries(this.stored(runId)?.fields ?? []);
   }
 
   /**
@@ -270,7 +312,7 @@ export class MemoryReactorStorage implements ReactorStorage {
    * @internal
    */
   statusOf(runId: string): { status: RunStatus; terminal: boolean } | undefined {
-    const stored = this.runs.get(runId);
+    const stored = this.stored(runId);
     return stored ? { status: stored.status, terminal: stored.terminal } : undefined;
   }
 
@@ -281,7 +323,7 @@ export class MemoryReactorStorage implements ReactorStorage {
    * @internal
    */
   touchActive(runId: string, score: number): boolean {
-    const stored = this.runs.get(runId);
+    const stored = this.stored(runId);
     if (!stored || stored.terminal) return false;
     stored.updatedAt = score;
     return true;
@@ -290,6 +332,36 @@ export class MemoryReactorStorage implements ReactorStorage {
   /** Drop every run (tests). */
   clear(): void {
     this.runs.clear();
+    this.byReactor.clear();
+  }
+
+  /**
+   * Testing aid: how long the record of `runId` is still kept (ms, on the storage's clock), like
+   * Redis `PTTL`: `-2` when there is none, `-1` when it is kept until `clear`.
+   * @internal
+   */
+  ttlOf(runId: string): number {
+    const stored = this.stored(runId);
+    if (!stored) return -2;
+    return stored.expiresAt === KEPT ? -1 : stored.expiresAt - this.clock.now();
+  }
+
+  /** The stored run `runId`, unless its retention has passed (then it is dropped, as Redis expires a key). */
+  private stored(runId: string): StoredRun | undefined {
+    const stored = this.runs.get(runId);
+    if (stored === undefined || stored.expiresAt > this.clock.now()) return stored;
+    this.runs.delete(runId);
+    return undefined;
+  }
+
+  /** Drop the records whose retention has passed, and the reactors' index entries of runs no longer stored. */
+  private purge(): void {
+    const now = this.clock.now();
+    for (const [runId, stored] of this.runs) if (stored.expiresAt <= now) this.runs.delete(runId);
+    for (const [reactor, index] of this.byReactor) {
+      for (const runId of index.keys()) if (!this.runs.has(runId)) index.delete(runId);
+      if (index.size === 0) this.byReactor.delete(reactor);
+    }
   }
 
   /** Mirror of `checkpoint-n.lua`, in the same order of checks. */
@@ -302,7 +374,7 @@ export class MemoryReactorStorage implements ReactorStorage {
           `MemoryReactorStorage cannot lease run '${state.runId}': it was created without a lock manager.`,
         );
       }
-      if (options.createOnly && this.runs.has(state.runId)) return CheckpointResult.Exists;
+      if (options.createOnly && this.stored(state.runId) !== undefined) return CheckpointResult.Exists;
       if (!this.locks.take(lease.key, options.leaseTtlMs ?? ENGINE_DEFAULTS.leaseTtlMs, lease.token))
         return StorageErrorCode.LeaseLost;
     } else if (lease) {
@@ -314,7 +386,7 @@ export class MemoryReactorStorage implements ReactorStorage {
       }
       if (!this.locks.holds(lease)) return StorageErrorCode.LeaseLost;
     }
-    const existing = this.runs.get(state.runId);
+    const existing = this.stored(state.runId);
     const terminal = isTerminal(state.status);
     if (options.createOnly) {
       if (existing) return CheckpointResult.Exists;
@@ -327,18 +399,26 @@ export class MemoryReactorStorage implements ReactorStorage {
     if (options.createOnly) {
       const index = this.byReactor.get(state.reactorName) ?? new Map<string, number>();
       index.set(state.runId, state.createdAt); // listed by creation time (the index score may differ: flow control)
+      // Trimmed like the Redis index: of runs created longer than the longest retention before this one.
+      if (this.listWindowMs !== KEPT)
+        for (const [runId, createdAt] of index)
+          if (createdAt < state.createdAt - this.listWindowMs) index.delete(runId);
       this.byReactor.set(state.reactorName, index);
     }
     // A cancel request outlives every write but the run's last (a full write keeps it too).
     const cancel = terminal || options.createOnly ? undefined : existing?.cancel;
+    const score = indexScore(state);
+    const now = this.clock.now();
     this.runs.set(state.runId, {
       fields,
       status: state.status,
       terminal,
-      updatedAt: indexScore(state),
+      updatedAt: score,
       broken: false,
       ...(cancel !== undefined ? { cancel } : {}),
+      expiresAt: now + recordTtlMs(state.status, score, now, this.retention),
     });
+    if (++this.saves % PURGE_EVERY === 0 && this.retention.contextTtlMs !== KEPT) this.purge();
     if (lease && options.releaseLease) void this.locks?.release(lease);
     else if (lease && options.leaseTtlMs !== undefined) this.locks?.refresh(lease, options.leaseTtlMs);
     return cancel !== undefined ? CheckpointResult.WrittenCancelRequested : CheckpointResult.Written;

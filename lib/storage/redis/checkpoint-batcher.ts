@@ -37,7 +37,8 @@ export class CheckpointBatcher {
 
   constructor(
     private readonly redis: RedisConnection,
-    private readonly contextTtlMs: number,
+    /** ARGV[1] of every call: how long the reactors' runs indexes keep a run (see `checkpoint-n.lua`). */
+    private readonly windowMs: number,
   ) {}
 
   /**
@@ -49,7 +50,7 @@ export class CheckpointBatcher {
     return new Promise<number>((resolve, reject) => {
       let batch = this.batches.get(group);
       if (batch === undefined) {
-        batch = { keys: [], args: [this.contextTtlMs, 0], waiters: [] };
+        batch = { keys: [], args: [this.windowMs, 0], waiters: [] };
         this.batches.set(group, batch);
       }
       for (let i = 0; i < keys.length; i++) batch.keys.push(keys[i]);

@@ -20,7 +20,16 @@ import { comesAfter, newestFirst } from '../run-position';
 import { decodeRecord, encodeDelta, HEADER_FIELD, type Written } from '../run-record.codec';
 import { encodeBroken, salvageRecord } from '../broken-record';
 import { Sealer } from '../sealing';
-import { brokenRunState, DEFAULT_MAX_CONTEXT_BYTES, indexScore } from '../run-state.codec';
+import {
+  brokenRunState,
+  DEFAULT_MAX_CONTEXT_BYTES,
+  indexScore,
+  longestRetentionMs,
+  recordRetention,
+  recordTtlMs,
+  type RecordRetention,
+  type RetentionOptions,
+} from '../run-state.codec';
 import { CheckpointResult, isErrorCode, storageError } from '../storage-error-codes';
 import type { RedisKeys } from './redis.keys';
 import { CheckpointBatcher } from './checkpoint-batcher';
@@ -33,8 +42,18 @@ export const DEFAULT_CONTEXT_TTL_MS = 24 * 60 * 60 * 1000;
 export interface RedisReactorStorageOptions {
   /** Key builder; must be the same instance (same prefix and shard count) as the lock manager's. */
   keys: RedisKeys;
-  /** Retention of a run record after its last write, in ms. @default 24 h */
+  /**
+   * Retention of a live run's record after its last write, in ms (a run due at a later time, such
+   * as a paused run's interrupt deadline or a sleeping run's wake-up, is kept until then plus this).
+   * @default 24 h
+   */
   contextTtlMs?: number;
+  /**
+   * Retention of a finished run's record after its last write, per status, in ms: the write that
+   * finishes the run (or undoes it: `completed` then `cancelled`) stamps its status's.
+   * @default contextTtlMs each
+   */
+  retention?: RetentionOptions;
   /** Size limit of one serialized run, in UTF-8 bytes. @default 16 MiB */
   maxContextBytes?: number;
   /** Time source for `markBroken` timestamps. @default systemClock */
@@ -73,7 +92,8 @@ export interface RedisReactorStorageOptions {
  */
 export class RedisReactorStorage implements ReactorStorage {
   private readonly keys: RedisKeys;
-  private readonly contextTtlMs: number;
+  /** How long records are kept: `contextTtlMs` and each finished status's retention. */
+  readonly retention: RecordRetention;
   private readonly maxContextBytes: number;
   private readonly sealer: Sealer;
   /** Whether runs marked `encryptInputs` can be stored (an `inputCipher` was given). */
@@ -99,14 +119,16 @@ export class RedisReactorStorage implements ReactorStorage {
     options: RedisReactorStorageOptions,
   ) {
     this.keys = options.keys;
-    this.contextTtlMs = normalizeTtlMs(options.contextTtlMs ?? DEFAULT_CONTEXT_TTL_MS, 'contextTtlMs');
+    const contextTtlMs = normalizeTtlMs(options.contextTtlMs ?? DEFAULT_CONTEXT_TTL_MS, 'contextTtlMs');
+    this.retention = recordRetention(contextTtlMs, options.retention, normalizeTtlMs);
     this.maxContextBytes = options.maxContextBytes ?? DEFAULT_MAX_CONTEXT_BYTES;
     this.sealer = new Sealer(options.inputCipher);
     this.encryptsInputs = this.sealer.available;
     this.clock = options.clock ?? systemClock;
     defineScripts(redis);
     this.cluster = (redis as { isCluster?: boolean }).isCluster === true;
-    this.batcher = new CheckpointBatcher(redis, this.contextTtlMs);
+    // The reactors' runs indexes keep a run as long as any record can be kept (`list` must not lose a stored run).
+    this.batcher = new CheckpointBatcher(redis, longestRetentionMs(this.retention));
   }
 
   /**
@@ -143,6 +165,7 @@ export class RedisReactorStorage implements ReactorStorage {
         flag(options.acquireLease) +
         flag(delta.full),
       lease ? ++this.writes : 0,
+      recordTtlMs(state.status, score, this.clock.now(), this.retention),
       delta.set.length,
       delta.del.length,
     ];
@@ -376,7 +399,7 @@ export class RedisReactorStorage implements ReactorStorage {
       this.redis,
       'markBroken',
       [runKey, this.keys.activeIndexKeyOf(runId)],
-      [runId, state.status, this.contextTtlMs, ...record],
+      [runId, state.status, this.retention.failed, ...record],
     );
     if (isErrorCode(result)) throw storageError(result, { runId, operation: 'markBroken (markBroken-2.lua)' });
   }
