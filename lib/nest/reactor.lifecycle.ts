@@ -10,6 +10,7 @@ import {
 import { ReactorEngine } from '../core';
 import { SweeperScheduler } from '../sweepers/sweeper.scheduler';
 import { ReactorSchedules } from './reactor-schedules';
+import { CLIENT_ONLY_PROCESS } from './reactor-module.options';
 import {
   type ReactorRuntime,
   type ResolvedReactorModuleOptions,
@@ -66,7 +67,10 @@ export class ReactorLifecycle implements OnApplicationBootstrap, BeforeApplicati
     try {
       // Declared schedules match the code, before any worker runs; ticks are handled where jobs are
       // (embedded: always).
-      await this.schedules?.start(this.runtime.kind === 'embedded' || this.options.workers);
+      // A client-only process (the CLI, booting an app to call its client) keeps its hands off the
+      // schedules: the build it loads may not be the one deployed.
+      const clientOnly = (globalThis as Record<symbol, unknown>)[CLIENT_ONLY_PROCESS] === true;
+      if (!clientOnly) await this.schedules?.start(this.runtime.kind === 'embedded' || this.options.workers);
     } catch (error) {
       // The bootstrap fails: let go of what the runtime opened (no shutdown hook runs after it).
       await this.runtime.close().catch(() => undefined);
