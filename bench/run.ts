@@ -2,7 +2,7 @@
  * `npm run bench`: every benchmark, each beside a baseline measured in the same run. Prints
  * Markdown tables that bench/RESULTS.md records. Never part of `npm test`.
  *
- * `npm run bench -- engine durable map user coordination cluster scaling flow` runs only the named groups. Redis: a
+ * `npm run bench -- engine durable map user coordination cluster scaling flow live` runs only the named groups. Redis: a
  * private `redis-server` on a free port (command counts are server-wide), or BENCH_REDIS_URL.
  */
 import * as os from 'node:os';
@@ -11,6 +11,7 @@ import { coordinationRates, printCoordination } from './coordination.bench';
 import { durableRuns, printDurable } from './durable.bench';
 import { engineOverhead, printOverhead } from './engine-overhead.bench';
 import { flowControl, printFlowControl } from './flow.bench';
+import { liveRuns, printLiveRuns } from './live.bench';
 import { mapFanOut, printMapFanOut } from './map.bench';
 import { stopBenchRedis } from './redis-counter';
 import { printWorkerScaling, workerScaling } from './scaling.bench';
@@ -31,6 +32,7 @@ async function main(): Promise<void> {
   if (want('cluster')) printClusterDistribution(clusterDistribution());
   if (want('scaling')) printWorkerScaling(await workerScaling());
   if (want('flow')) printFlowControl(await flowControl());
+  if (want('live')) printLiveRuns(await liveRuns());
   stopBenchRedis();
 }
 
