@@ -21,6 +21,7 @@ import { catchError, throwError, type Observable } from 'rxjs';
 import {
   InvalidArgumentError,
   InputValidationError,
+  RunNotFoundError,
   PayloadValidationError,
   ReactorError,
   type ContinueResult,
@@ -232,12 +233,14 @@ export class DashboardController {
    * its `data` the event (JSON, its `type` inside).
    */
   @Sse('api/runs/:runId/events')
-  events(
+  async events(
     @Param('runId') runId: string,
     @Headers('last-event-id') lastEventId?: string,
     @Query('after') after?: string,
-  ): Observable<RunEventMessage> {
+  ): Promise<Observable<RunEventMessage>> {
     try {
+      // Answered before the stream starts: an unknown run is a 404, not an error event.
+      if (!(await this.client.get(runId))) throw new RunNotFoundError(runId);
       return runEventsSse(this.client, runId, lastEventId || after || undefined).pipe(
         catchError((error: unknown) => throwError(() => httpError(error))),
       );

@@ -108,7 +108,9 @@ describe('live runs in the dashboard (Redis, liveEvents)', () => {
     const all = await readSse(url, AUTH);
     expect(all.status).toBe(200);
     expect(all.type).toContain('text/event-stream');
-    const events = all.messages.map((m) => ({ id: m.id, ...(JSON.parse(m.data) as { type: string; id: string }) }));
+    const events = all.messages.map((m) => JSON.parse(m.data) as { type: string; id: string });
+    // The message's id is the event's cursor.
+    expect(all.messages.map((m) => m.id)).toEqual(events.map((e) => e.id));
     expect(events.map((e) => e.type)).toEqual([
       'run.started',
       'step.started',

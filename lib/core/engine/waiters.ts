@@ -193,6 +193,8 @@ class RunWatch implements AsyncIterableIterator<RunWatchEvent> {
   private logged = false;
   /** The pause last yielded (its interrupts and when it was reached): a pause is yielded once. */
   private pause?: string;
+  /** Whether the watch already waited once for the logged end of a run stored terminal. */
+  private awaitedEnd = false;
   private unsubscribe?: () => void;
   private unregister?: () => void;
   private queue: Promise<unknown> = Promise.resolve();
@@ -288,6 +290,15 @@ class RunWatch implements AsyncIterableIterator<RunWatchEvent> {
     }
     const id = this.cursor ?? '0';
     if (isTerminal(state.status)) {
+      // A run with a log that just ended: the last lifecycle events and its logged end may still
+      // be on their way (they are sent after the final save). Wait for them once (a wake-up, or
+      // one poll), then make the end from the record.
+      const { clock } = this.waiters.parts;
+      const endedAt = state.finishedAt ?? state.updatedAt;
+      if (this.logged && !this.awaitedEnd && clock.now() - endedAt < LIVE_FALLBACK_POLL_MS) {
+        this.awaitedEnd = true;
+        return;
+      }
       this.buffer.push({ ...finishedEvent(state), id });
       return;
     }
