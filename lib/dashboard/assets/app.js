@@ -388,7 +388,7 @@
 
   // ---- DAG ----------------------------------------------------------------------------------------
   /** Layers by dependency depth (longest path from a root), nodes in declaration order within a layer. */
-  function layout(steps) {
+  function layout(steps, tall) {
     const byName = new Map(steps.map((st) => [st.name, st]));
     const depth = new Map();
     const depthOf = (name, seen = new Set()) => {
@@ -403,7 +403,7 @@
     const layers = [];
     for (const st of steps) (layers[depthOf(st.name)] = layers[depthOf(st.name)] || []).push(st);
     const W = 190,
-      H = 54,
+      H = tall ? 70 : 54,
       GX = 70,
       GY = 22;
     const tallest = Math.max(...layers.map((l) => l.length));
@@ -415,7 +415,11 @@
     return { pos, W, H, width: 40 + layers.length * (W + GX) - GX, height: 40 + tallest * (H + GY) - GY };
   }
   function dag(run, onPick) {
-    const { pos, W, H, width, height } = layout(run.steps);
+    // A third line on each node when any step was compensated or undone: the rollback marker.
+    const { pos, W, H, width, height } = layout(
+      run.steps,
+      run.steps.some((st) => st.rollback),
+    );
     const svg = s('svg', {
       class: 'dag',
       viewBox: `0 0 ${width} ${height}`,
@@ -464,6 +468,7 @@
     for (const st of run.steps) {
       const p = pos.get(st.name);
       const progress = run.maps[st.name];
+      const back = st.rollback ? ROLLBACK_MARK[st.rollback] : undefined;
       const node = s(
         'g',
         {
@@ -471,13 +476,15 @@
           transform: `translate(${p.x} ${p.y})`,
           'data-step': st.name,
           'data-status': st.status,
+          'data-attempts': st.attempts,
+          'data-rollback': st.rollback,
           tabindex: 0,
         },
         s(
           'title',
           {},
           document.createTextNode(
-            `${st.name} (${st.kind}): ${st.status}${st.attempts > 1 ? `, ${st.attempts} attempts` : ''}${st.rollback ? `, ${st.rollback}` : ''}`,
+            `${st.name} (${st.kind}): ${st.status}${st.attempts > 1 ? `, ${st.attempts} of ${st.maxAttempts} attempts` : ''}${st.rollback ? `, ${st.rollback}` : ''}`,
           ),
         ),
         s('rect', { width: W, height: H, rx: 9 }),
@@ -486,14 +493,27 @@
           'text',
           { x: 12, y: 40, class: 'kind' },
           document.createTextNode(
-            clip(`${st.kind}${st.fanOut ? ' · fan-out' : ''}${st.reactor ? ` → ${st.reactor}` : ''}`, 30),
+            clip(
+              `${st.kind}${st.fanOut ? ' · fan-out' : ''}${st.reactor ? ` → ${st.reactor}` : ''}`,
+              st.attempts > 1 ? 22 : 30,
+            ),
           ),
         ),
-        s(
-          'text',
-          { x: W - 10, y: 21, class: 'status', 'text-anchor': 'end' },
-          document.createTextNode(st.status + (st.attempts > 1 ? ` ×${st.attempts}` : '')),
-        ),
+        s('text', { x: W - 10, y: 21, class: 'status', 'text-anchor': 'end' }, document.createTextNode(st.status)),
+        st.attempts > 1
+          ? s(
+              'text',
+              { x: W - 10, y: 40, class: 'attempts', 'text-anchor': 'end' },
+              document.createTextNode(`×${st.attempts}`),
+            )
+          : undefined,
+        back
+          ? s(
+              'text',
+              { x: 12, y: H - 12, class: `rollback ${back.outcome}`, 'data-outcome': back.outcome },
+              document.createTextNode(back.text),
+            )
+          : undefined,
       );
       if (progress && progress.total > 0) {
         const ok = (progress.succeeded / progress.total) * (W - 2),
@@ -508,6 +528,13 @@
     }
     return h('section', { class: 'dag-wrap' }, h('h3', {}, 'Steps'), svg, legend());
   }
+  /** A node's rollback marker: what the rollback ran on the step and whether it worked. */
+  const ROLLBACK_MARK = {
+    compensated: { text: '↺ compensated ✓', outcome: 'ok' },
+    'compensate-failed': { text: '↺ compensate failed ✗', outcome: 'failed' },
+    undone: { text: '↺ undone ✓', outcome: 'ok' },
+    'undo-failed': { text: '↺ undo failed ✗', outcome: 'failed' },
+  };
   function legend() {
     return h(
       'div',
@@ -519,26 +546,120 @@
   }
 
   // ---- Trace timeline -------------------------------------------------------------------------------
+  /** The trace entries of the rollback phase: every compensate, undo and undoAll. */
+  const ROLLBACK = ['compensate', 'undo', 'undoAll'];
+  /** An offset from the run's start, short enough for an axis label: 0, +40ms, +1.2s, +3m05s. */
+  function offset(ms) {
+    if (ms <= 0) return '0';
+    if (ms < 1000) return `+${Math.round(ms)}ms`;
+    if (ms < 60000) return `+${Number((ms / 1000).toFixed(ms < 10000 ? 2 : 1))}s`;
+    const min = Math.floor(ms / 60000),
+      sec = Math.round((ms % 60000) / 1000);
+    return `+${min}m${sec ? `${String(sec).padStart(2, '0')}s` : ''}`;
+  }
+  /** Ticks every 1, 2 or 5 × 10^k ms: at most `most` of them after 0 over `span`. */
+  function ticks(span, most) {
+    const raw = Math.max(1, span / most);
+    const pow = 10 ** Math.floor(Math.log10(raw));
+    const step = [1, 2, 5, 10].map((m) => m * pow).find((x) => x >= raw) || raw;
+    const out = [];
+    for (let t = 0; t <= span + 1e-9; t += step) out.push(Math.round(t * 1000) / 1000);
+    return out;
+  }
   function timeline(run) {
     const start = run.trace.length ? run.trace[0].at : run.createdAt;
     const end = Math.max(run.finishedAt || 0, ...run.trace.map((e) => e.at), start + 1);
     const span = end - start || 1;
+    const pct = (at) => `${Math.min(100, Math.max(0, ((at - start) / span) * 100))}%`;
+    const place = (el, from, to) => {
+      el.style.left = pct(from);
+      if (to !== undefined) el.style.width = `${Math.max(0.6, ((Math.min(to, end) - from) / span) * 100)}%`;
+      return el;
+    };
+    // The rollback phase: from the first compensate/undo entry to the last.
+    const undoing = run.trace.filter((e) => ROLLBACK.includes(e.type));
+    const phase = undoing.length ? { from: undoing[0].at, to: undoing[undoing.length - 1].at } : undefined;
+    const band = () =>
+      phase ? place(h('div', { class: 'tl-band', 'aria-hidden': 'true' }), phase.from, phase.to) : '';
+    const marks = new Map();
+    for (const e of undoing) {
+      const ran = !/^no (undo|compensate) defined$|nothing to undo/.test(e.detail || '');
+      const outcome = !ran ? 'none' : e.ok === false ? 'failed' : 'ok';
+      const label = `${e.type} ${e.step}: ${outcome === 'none' ? e.detail : outcome}${
+        outcome === 'failed' && e.detail ? ` (${e.detail})` : ''
+      } at ${offset(e.at - start)}`;
+      const mark = place(
+        h(
+          'span',
+          {
+            class: `tl-mark ${outcome}`,
+            'data-step': e.step,
+            'data-type': e.type,
+            'data-outcome': outcome,
+            'data-at': e.at - start,
+            title: label,
+            'aria-label': label,
+          },
+          outcome === 'failed' ? '✗' : outcome === 'ok' ? '✓' : '–',
+        ),
+        e.at,
+      );
+      marks.set(e.step, [...(marks.get(e.step) || []), mark]);
+    }
+    const shown = new Set();
     const rows = run.steps
       .filter((st) => st.startedAt !== undefined)
       .map((st) => {
+        shown.add(st.name);
         const from = st.startedAt,
           to = st.finishedAt !== undefined ? st.finishedAt : TERMINAL.includes(run.status) ? from : Date.now();
-        const bar = h('div', { class: `tl-bar st-${st.status}` });
-        bar.style.left = `${((from - start) / span) * 100}%`;
-        bar.style.width = `${Math.max(0.6, ((Math.min(to, end) - from) / span) * 100)}%`;
+        const bar = place(h('div', { class: `tl-bar st-${st.status}` }), from, to);
         return h(
           'div',
-          { class: 'tl-row' },
-          h('span', { class: 'tl-name' }, st.name),
-          h('div', { class: 'tl-track' }, bar),
+          { class: 'tl-row', 'data-step': st.name },
+          h('span', { class: 'tl-name', title: st.name }, st.name, st.attempts > 1 ? ` ×${st.attempts}` : ''),
+          h('div', { class: 'tl-track' }, band(), bar, marks.get(st.name) || []),
           h('span', { class: 'tl-dur' }, st.finishedAt !== undefined ? duration(st.finishedAt - from) : '…'),
         );
       });
+    // The axis: ticks at offsets from the run's start, over the run's duration.
+    const axis = h(
+      'div',
+      { class: 'tl-row tl-axis', 'data-start': start, 'data-span': span },
+      h('span', { class: 'tl-name muted' }, 'since start'),
+      h(
+        'div',
+        { class: 'tl-track' },
+        ticks(span, 4).map((t) =>
+          place(h('span', { class: `tl-tick${t / span > 0.85 ? ' end' : ''}`, 'data-ms': t }, offset(t)), start + t),
+        ),
+      ),
+      h('span', { class: 'tl-dur' }, duration(span)),
+    );
+    const lane = phase
+      ? h(
+          'div',
+          { class: 'tl-row tl-rollback', 'data-from': phase.from - start, 'data-to': phase.to - start },
+          h('span', { class: 'tl-name' }, 'rollback'),
+          h(
+            'div',
+            { class: 'tl-track' },
+            place(
+              h('div', {
+                class: 'tl-band phase',
+                title: `rollback ${offset(phase.from - start)} → ${offset(phase.to - start)}`,
+              }),
+              phase.from,
+              phase.to,
+            ),
+            undoing
+              .filter((e) => !shown.has(e.step))
+              .map((e) => marks.get(e.step))
+              .flat(),
+          ),
+          h('span', { class: 'tl-dur' }, duration(phase.to - phase.from)),
+        )
+      : '';
     const entries = h(
       'table',
       { class: 'trace' },
@@ -560,7 +681,13 @@
             { class: `tr-${e.type}` },
             h('td', { class: 'mono' }, `+${e.at - start}`),
             h('td', { class: 'mono muted' }, i ? `${e.at - run.trace[i - 1].at}` : ''),
-            h('td', {}, e.type + (e.attempt ? ` #${e.attempt}` : '') + (e.ok === false ? ' ✗' : '')),
+            h(
+              'td',
+              {},
+              e.type +
+                (e.attempt ? ` #${e.attempt}` : '') +
+                (e.ok === false ? ' ✗' : e.ok === true && ROLLBACK.includes(e.type) ? ' ✓' : ''),
+            ),
             h('td', {}, e.step),
             h(
               'td',
@@ -581,7 +708,7 @@
       'section',
       { class: 'timeline' },
       h('h3', {}, 'Timeline'),
-      h('div', { class: 'tl' }, rows),
+      h('div', { class: `tl${phase ? ' has-rollback' : ''}` }, axis, rows, lane),
       h('details', {}, h('summary', {}, `Trace (${run.trace.length} entries, ${duration(end - start)})`), entries),
     );
   }
