@@ -36,6 +36,7 @@ import {
   type RunWatchEvent,
   type RunWatchOptions,
 } from '../core';
+import type { RetryManyQuery, RetryManyResult } from '../core/engine/run-control';
 import { ReactorSweeper, type SweepResult } from '../sweepers/reactor.sweeper';
 import { ReactorRegistry } from './reactor.registry';
 import { ReactorSchedules } from './reactor-schedules';
@@ -240,7 +241,37 @@ export class ReactorClient {
     this.assertExplored('retry');
     const checked = checkOptions('retry', options);
     checkBoolean('retry', 'options.new', checked.new);
+    if (checked.fromStep !== undefined) checkText('retry', 'options.fromStep', checked.fromStep);
+    if (checked.inputs !== undefined) checkOptions('retry', checked.inputs, 'options.inputs');
     return this.engine.retry(runId, checked);
+  }
+
+  /**
+   * Retry many runs of a reactor: those of `status` (default `failed`) created in [`since`,
+   * `until`], newest first, at most `limit` (default 100, at most 1000), each as {@link retry}
+   * (with `fromStep` when given). Refusals are collected in `refused`, not thrown; a second call
+   * finds the first's runs (`replayed`), it does not retry twice. `dryRun: true` lists in
+   * `retried` the runs it would retry (no `newRunId`) and retries none.
+   */
+  async retryMany(
+    query: Omit<RetryManyQuery, 'reactor'> & { reactor: ReactorClass | string },
+  ): Promise<RetryManyResult> {
+    if (typeof query !== 'object' || query === null || Array.isArray(query)) {
+      throw new InvalidArgumentError(
+        'retryMany',
+        'query',
+        'an object ({ reactor, status?, since?, until?, limit?, dryRun?, fromStep? })',
+        query,
+      );
+    }
+    const reactor = this.nameOf('retryMany', query.reactor);
+    checkOneOf('retryMany', 'query.status', query.status, ['failed', 'completed', 'halted', 'cancelled']);
+    checkMs('retryMany', 'query.since', query.since);
+    checkMs('retryMany', 'query.until', query.until);
+    checkInteger('retryMany', 'query.limit', query.limit, 1, 1_000);
+    checkBoolean('retryMany', 'query.dryRun', query.dryRun);
+    if (query.fromStep !== undefined) checkText('retryMany', 'query.fromStep', query.fromStep);
+    return this.engine.retryMany({ ...query, reactor });
   }
 
   /**

@@ -26,7 +26,14 @@ import { runFailure } from '../model/failure';
 import { toRateWindows, type RateLimits } from '../definition/coordination-spec';
 import type { RateWindow } from '../ports/coordination-store.port';
 import { DefinitionRegistry } from './registry';
-import { RunControl, type RunRetryOptions, type UndoOptions } from './run-control';
+import {
+  RunControl,
+  type RetryManyQuery,
+  type RetryManyResult,
+  type RunRetryOptions,
+  type UndoOptions,
+} from './run-control';
+
 import { RunJobs } from './run-jobs';
 import { listRuns, type ListQuery, type RunList } from './run-list';
 import { RunStarter } from './run-starter';
@@ -402,6 +409,15 @@ export class ReactorEngine {
   async retry(runId: string, options: RunRetryOptions = {}): Promise<RunOutcome> {
     checkRunId(runId);
     return guarded('retry', () => this.control.retry(runId, options));
+  }
+
+  /**
+   * Retry the runs of a reactor that match `query` (default: `failed`, at most 100, newest first),
+   * each as `retry` would (idempotent per source run); refusals are collected, not thrown. With
+   * `dryRun`, lists the runs it would retry.
+   */
+  async retryMany(query: RetryManyQuery): Promise<RetryManyResult> {
+    return guarded('retryMany', () => this.control.retryMany(query));
   }
 
   /**

@@ -1,4 +1,12 @@
 import { createHash } from 'node:crypto';
+import type { ReactorDefinition, StepDefinition } from '../definition/definition';
+import type { ArgSource } from '../definition/ref';
+import { didYouMean } from '../errors/closest-names';
+import { InputValidationError } from '../errors/input-validation.error';
+import { InvalidArgumentError } from '../errors/invalid-argument.error';
+import { ReactorError } from '../errors/reactor.error';
+import { describeFieldErrors, validateReactorInputs } from '../validation/validate';
+import { listRuns } from './run-list';
 import { redactInputs } from '../definition/redaction';
 import { InvalidRunStateError, RunNotFoundError } from '../errors/run-state.error';
 import { RunExecution } from '../executor/run-execution';
@@ -39,7 +47,46 @@ export interface RunRetryOptions {
    * @default false
    */
   new?: boolean;
+  /**
+   * Redrive from this step of the current definition: the new run reuses the source run's results
+   * of the steps that are not `fromStep`, do not depend on it (transitively) and do not read a
+   * changed input, and runs the rest. Allowed for completed and halted runs and for failed runs
+   * that were not rolled back; the reused steps' undo entries move to the new run.
+   */
+  fromStep?: string;
+  /** Replace the inputs (validated as a start's): steps reading a changed one run again, and their dependents. */
+  inputs?: Record<string, unknown>;
 }
+
+/** What `retryMany` looks for: a reactor's runs of `status` (default `failed`) created in [since, until]. */
+export interface RetryManyQuery {
+  reactor: string;
+  /** @default 'failed' */
+  status?: RunStatus;
+  /** Created at or after (ms). */
+  since?: number;
+  /** Created at or before (ms). */
+  until?: number;
+  /** At most this many matching runs. @default 100 */
+  limit?: number;
+  /** List the runs it would retry, and retry none. @default false */
+  dryRun?: boolean;
+  /** Retry each from this step (see {@link RunRetryOptions.fromStep}). */
+  fromStep?: string;
+}
+
+/** What `retryMany` did (or, `dryRun`, would do). */
+export interface RetryManyResult {
+  /** Retried runs and their new (or reopened) run; `replayed` when an earlier retry's run was found. A dry run lists the runs without `newRunId`. */
+  retried: Array<{ runId: string; newRunId?: string; replayed?: true }>;
+  /** Runs whose retry was refused: the error's code and message. */
+  refused: Array<{ runId: string; code: string; message: string }>;
+  dryRun: boolean;
+}
+
+/** The trace detail of a step a redriven run reused, and of the source's step whose undo it took. */
+const REUSED_FROM = 'reused from run ';
+const HANDED_TO = 'undo handed to run ';
 
 /**
  * The id of the `count`th retry's run of `sourceRunId`: a UUID-shaped SHA-256 of both, so every
@@ -48,6 +95,60 @@ export interface RunRetryOptions {
 export function retryRunId(sourceRunId: string, count: number): string {
   const hex = createHash('sha256').update(`retry\u0000${sourceRunId}\u0000${count}`).digest('hex');
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-5${hex.slice(13, 16)}-${((parseInt(hex[16], 16) & 0x3) | 0x8).toString(16)}${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
+}
+
+const REDRIVABLE: readonly RunStatus[] = ['completed', 'halted', 'failed'];
+
+/**
+ * The steps a retry from `fromStep` (with inputs `changed`) reuses from `source`, on `def`: those
+ * `source` completed, that are not `fromStep`, read no changed input, are not a fan-out map or an
+ * async unit (their records are the source run's), whose undo was not handed to an earlier
+ * redrive, and all of whose dependencies are reused too (so no dependent of `fromStep` is).
+ */
+export function reusedSteps(
+  def: ReactorDefinition,
+  source: RunState,
+  fromStep: string | undefined,
+  changed: ReadonlySet<string>,
+): Set<string> {
+  const done = new Set(source.completed);
+  const handed = new Set(
+    source.trace.filter((t) => t.type === 'skip' && t.detail?.startsWith(HANDED_TO)).map((t) => t.step),
+  );
+  const readsChanged = (step: StepDefinition): boolean => {
+    const sources: unknown[] = Object.values(step.args);
+    if (step.handler.kind === 'map') sources.push(step.handler.map.source, ...Object.values(step.handler.map.inputs));
+    return sources.some(
+      (s) =>
+        typeof s === 'object' &&
+        s !== null &&
+        (s as ArgSource).kind === 'input' &&
+        changed.has((s as { name: string }).name),
+    );
+  };
+  const reused = new Set(
+    def.steps
+      .filter(
+        (step) =>
+          step.name !== fromStep &&
+          done.has(step.name) &&
+          !handed.has(step.name) &&
+          step.handler.kind !== 'async' &&
+          source.maps?.[step.name]?.mode !== 'fanOut' &&
+          !readsChanged(step),
+      )
+      .map((step) => step.name),
+  );
+  for (let shrunk = true; shrunk;) {
+    shrunk = false;
+    for (const step of def.steps) {
+      if (reused.has(step.name) && !step.dependsOn.every((dep) => reused.has(dep))) {
+        reused.delete(step.name);
+        shrunk = true;
+      }
+    }
+  }
+  return reused;
 }
 
 /** Acting on a run from outside its execution: undo a finished run, fail a run whose job died. */
@@ -72,6 +173,7 @@ export class RunControl {
    * starts another run, with an id of its own.
    */
   retry(runId: string, options: RunRetryOptions = {}): Promise<RunOutcome> {
+    if (options.fromStep !== undefined || options.inputs !== undefined) return this.redrive(runId, options);
     const notFailed = (status: RunStatus) =>
       new InvalidRunStateError(`Run '${runId}' is ${status}; only a failed run can be retried.`, runId, status);
     const rerun = (state: RunState): Promise<RunOutcome> => {
@@ -105,6 +207,170 @@ export class RunControl {
       if (state.failure?.code === 'JOB_RETRIES_EXHAUSTED') return this.reopen(state, lease, released);
       return rerun(state);
     });
+  }
+
+  /**
+   * Retry `runId` from `options.fromStep` and/or with other inputs: a new run (on the current
+   * definition) seeded with the source's results of the steps it reuses ({@link reusedSteps}),
+   * whose undo entries move from the source to it. Idempotent per source run like `retry`.
+   */
+  private redrive(runId: string, options: RunRetryOptions): Promise<RunOutcome> {
+    const { fromStep } = options;
+    const check = (state: RunState): void => {
+      const rolledBack =
+        state.status === 'failed' && state.undoStack.length === 0 && state.failure?.code !== 'JOB_RETRIES_EXHAUSTED';
+      if (rolledBack && fromStep !== undefined) {
+        throw new InvalidRunStateError(
+          `Run '${runId}' failed and was rolled back: its completed steps were undone, so their results no longer hold and cannot be reused from step '${fromStep}'. Retry it without fromStep (a new run from the start; inputs may be given).`,
+          runId,
+          state.status,
+        );
+      }
+      if (!rolledBack && !REDRIVABLE.includes(state.status)) {
+        throw new InvalidRunStateError(
+          `Run '${runId}' is ${state.status}; only a completed or halted run, or a failed one, can be retried from a step or with other inputs${state.status === 'cancelled' ? ' (a cancelled run was undone: start a new run)' : ''}.`,
+          runId,
+          state.status,
+        );
+      }
+    };
+    const idOf = (state: RunState) =>
+      options.new === true ? undefined : retryRunId(state.runId, (state.retryCount ?? 0) + 1);
+    const busy = async (): Promise<RunOutcome> => {
+      const stored = await this.parts.storage.load(runId);
+      if (!stored) throw new RunNotFoundError(runId);
+      check(stored);
+      const id = idOf(stored);
+      const found = id === undefined ? undefined : await this.parts.storage.load(id);
+      if (found) return { ...outcomeOf(found), replayed: true };
+      throw new InvalidRunStateError(
+        `Run '${runId}' is being handled in some process; retry it later.`,
+        runId,
+        'running',
+      );
+    };
+    return this.holding(runId, busy, async (source, lease) => {
+      check(source);
+      const def = this.registry.get(source.reactorName);
+      const names = def.steps.map((step) => step.name);
+      if (fromStep !== undefined && !names.includes(fromStep)) {
+        throw new InvalidArgumentError(
+          'retry',
+          'options.fromStep',
+          `a step of reactor '${def.name}' ('${fromStep}' is not one.${didYouMean(fromStep, names)} Steps: ${names.join(', ')})`,
+          fromStep,
+        );
+      }
+      let inputs = source.inputs;
+      if (options.inputs !== undefined) {
+        const validated = await validateReactorInputs(def.inputs, options.inputs, { fresh: true });
+        if (Object.keys(validated.errors).length > 0) {
+          throw new InputValidationError(
+            `Reactor '${def.name}': retry(): input validation failed: ${describeFieldErrors(validated.errors)}`,
+            validated.errors,
+            def.name,
+          );
+        }
+        inputs = validated.inputs;
+      }
+      const changed = new Set(
+        [...new Set([...Object.keys(inputs), ...Object.keys(source.inputs)])].filter(
+          (name) => JSON.stringify(inputs[name]) !== JSON.stringify(source.inputs[name]),
+        ),
+      );
+      const reused = source.status === 'cancelled' ? new Set<string>() : reusedSteps(def, source, fromStep, changed);
+      const seed = (state: RunState): void => {
+        const at = this.parts.clock.now();
+        state.completed = source.completed.filter((step) => reused.has(step));
+        for (const step of state.completed) {
+          state.results[step] = source.results[step];
+          if (source.children[step]) state.children[step] = source.children[step];
+          if (source.maps?.[step]) (state.maps ??= {})[step] = source.maps[step];
+          state.trace.push({ type: 'skip', step, at, detail: `${REUSED_FROM}${source.runId}` });
+        }
+        state.undoStack = source.undoStack.filter((entry) => reused.has(entry.step));
+      };
+      const count = (source.retryCount ?? 0) + 1;
+      const outcome = await this.starter.start(
+        def,
+        inputs,
+        { runId: idOf(source) },
+        { runId: source.runId, count, seed },
+      );
+      // The new run owns the undo of what it reused (read back: a replayed run's, as it was seeded).
+      const started = await this.parts.storage.load(outcome.runId);
+      const carried = new Set(
+        (started?.retriedFrom === source.runId ? started.trace : [])
+          .filter((entry) => entry.type === 'skip' && entry.detail === `${REUSED_FROM}${source.runId}`)
+          .map((entry) => entry.step),
+      );
+      const moved = source.undoStack.filter((entry) => carried.has(entry.step));
+      if (moved.length > 0) {
+        const at = this.parts.clock.now();
+        // A new object: stored whole, as the undo stack lost entries below its top (a delta holds pops only).
+        const handed: RunState = {
+          ...source,
+          undoStack: source.undoStack.filter((entry) => !carried.has(entry.step)),
+          trace: [
+            ...source.trace,
+            ...moved.map((entry) => ({
+              type: 'skip' as const,
+              step: entry.step,
+              at,
+              detail: `${HANDED_TO}${outcome.runId}`,
+            })),
+          ],
+          updatedAt: at,
+        };
+        await this.parts.storage.save(handed, { lease, leaseTtlMs: this.parts.leaseTtlMs });
+      }
+      return outcome;
+    });
+  }
+
+  /**
+   * Retry the runs of `query.reactor` of `query.status` (default `failed`) created in
+   * [`since`, `until`], newest first, at most `limit` (default 100): each through `retry` (so
+   * idempotent per source run: a second call finds the first's runs, `replayed`); a refusal is
+   * collected, not thrown. `dryRun` lists the runs and retries none.
+   */
+  async retryMany(query: RetryManyQuery): Promise<RetryManyResult> {
+    const limit = query.limit ?? 100;
+    const result: RetryManyResult = { retried: [], refused: [], dryRun: query.dryRun === true };
+    const matched: string[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await listRuns(this.parts.storage, {
+        reactor: query.reactor,
+        status: query.status ?? 'failed',
+        since: query.since,
+        cursor,
+        limit: Math.min(1000, Math.max(limit, 50)),
+      });
+      for (const run of page.runs) {
+        if (query.until !== undefined && run.createdAt > query.until) continue;
+        if (matched.length < limit) matched.push(run.runId);
+      }
+      cursor = matched.length < limit ? page.cursor : undefined;
+    } while (cursor !== undefined);
+    for (const runId of matched) {
+      if (result.dryRun) {
+        result.retried.push({ runId });
+        continue;
+      }
+      try {
+        const outcome = await this.retry(runId, query.fromStep === undefined ? {} : { fromStep: query.fromStep });
+        result.retried.push({
+          runId,
+          newRunId: outcome.runId,
+          ...(outcome.replayed ? { replayed: true as const } : {}),
+        });
+      } catch (error) {
+        const code = error instanceof ReactorError ? error.code : 'ERROR';
+        result.refused.push({ runId, code, message: errorMessage(error) });
+      }
+    }
+    return result;
   }
 
   /** Reopen a run whose job's retries ran out and hand it to a worker, from its failed step. */

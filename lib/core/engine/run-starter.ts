@@ -26,6 +26,13 @@ import type { Waiters } from './waiters';
 import type { FlowControl } from './flow';
 import type { FlowHandle } from '../results/run-outcome';
 
+/** A retry's source run and count; `seed` fills the new state (a redrive's reused steps) before it is stored. */
+export interface RetryOf {
+  runId: string;
+  count: number;
+  seed?: (state: RunState) => void;
+}
+
 /** Starting runs: validate inputs, store the new run, then execute it here or hand it to a worker. */
 export class RunStarter {
   constructor(
@@ -71,7 +78,7 @@ export class RunStarter {
     target: ReactorDefinition<I, O> | string,
     input: I,
     options: RunOptions,
-    retryOf?: { runId: string; count: number },
+    retryOf?: RetryOf,
   ): Promise<RunOutcome<O>> {
     const def = this.resolveTarget(target);
     // A retry of a gathered run starts with that run's inputs (a batch's `{ items }`), gathered once already.
@@ -280,7 +287,7 @@ export class RunStarter {
     input: I,
     options: RunOptions,
     mode: 'caller' | 'handoff',
-    retryOf?: { runId: string; count: number },
+    retryOf?: RetryOf,
   ): Promise<{ state: RunState; lease?: Lease; replayed?: boolean; holding?: Holding; held?: FlowHandle }> {
     // A key bound by an earlier call, or a given id, may name a run that exists: the create
     // (createOnly) says so, and that run is returned, without a read before every create.
@@ -348,7 +355,7 @@ export class RunStarter {
     input: I,
     options: RunOptions,
     mode: 'caller' | 'handoff',
-    retryOf?: { runId: string; count: number },
+    retryOf?: RetryOf,
   ): Promise<{ state: RunState; lease?: Lease; replayed?: boolean; holding?: Holding; held?: FlowHandle }> {
     const { clock } = this.parts;
     const { inputs, errors } = await validateReactorInputs(def.inputs, input, { fresh: true });
@@ -356,6 +363,7 @@ export class RunStarter {
     if (retryOf) {
       state.retriedFrom = retryOf.runId;
       state.retryCount = retryOf.count;
+      retryOf.seed?.(state);
     }
     // A key's run keeps a hash of its inputs, so that a later call with other inputs is refused.
     const hash = options.idempotencyKey === undefined ? undefined : inputsHash(runId, inputs);
