@@ -272,3 +272,16 @@ export type { JobDelivery, JobMessaging } from './core';
 export { ReactorCallbackModule, CallbackTokens } from './callback';
 export type { ReactorCallbackOptions, CallbackAnswer, CallbackTokenClaim, CallbackTokenCheck } from './callback';
 export type { InterruptCallback, InterruptTokenOptions } from './core';
+
+/** Live runs: `client.watch(runId)`, `wait()` woken by the run's event bus, `runEventsSse` for a Nest `@Sse()` route. */
+export type {
+  RunEventBus,
+  RunEventEntry,
+  RunLiveEvent,
+  RunLiveEventType,
+  RunWakeUp,
+  RunWatchEvent,
+  RunWatchOptions,
+} from './core';
+export { runEventsSse, LiveEventsMiddleware, toLiveEvent, type RunEventMessage, type RunWatcher } from './live';
+export { RedisRunEventBus, type RedisRunEventBusOptions } from './storage/redis/redis-run-events';

@@ -62,6 +62,7 @@ describe('public API', () => {
       'MemoryLockManager',
       'MemoryMapStore',
       'MemoryReactorStorage',
+      'MemoryRunEventBus',
       'ReactorTestingKit',
       'ReactorTestingModule',
       'RecordingMiddleware',

@@ -27,6 +27,7 @@ export {
   MemoryInterruptStore,
   MemoryCoordinationStore,
   MemoryFlowStore,
+  MemoryRunEventBus,
   createMemoryAdapters,
   type MemoryAdapters,
   type MemoryReactorStorageOptions,

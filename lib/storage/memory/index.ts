@@ -5,3 +5,4 @@ export { MemoryMapStore } from './memory-map.store';
 export { MemoryInterruptStore } from './memory-interrupt.store';
 export { MemoryCoordinationStore } from './memory-coordination.store';
 export { MemoryFlowStore } from './memory-flow.store';
+export { MemoryRunEventBus, type MemoryRunEventBusOptions } from './memory-run-events';
