@@ -186,7 +186,9 @@ export class ReactorClient {
   /**
    * The runs of a reactor, newest first, filtered by `status` and `since` (creation time), a page
    * of `limit` (default 50) at a time; pass the returned `cursor` for the next page. Reads an index
-   * written when each run is created, never a key scan.
+   * written when each run is created, never a key scan. Search (issue 25): `tag` (`'key=value'` or
+   * `{ key, value }`) reads the tag's index instead; `runId` or `correlationId` (an interrupt's)
+   * returns that one run when it is the reactor's and matches the other filters.
    */
   async list(query: ListQuery): Promise<RunList> {
     this.assertExplored('list');
@@ -194,12 +196,14 @@ export class ReactorClient {
       throw new InvalidArgumentError(
         'list',
         'query',
-        'an object ({ reactor, status?, since?, cursor?, limit? })',
+        'an object ({ reactor, status?, since?, cursor?, limit?, tag?, runId?, correlationId? })',
         query,
       );
     }
     checkMs('list', 'query.since', query.since);
     if (query.cursor !== undefined) checkText('list', 'query.cursor', query.cursor, 4096);
+    if (query.runId !== undefined) checkText('list', 'query.runId', query.runId);
+    if (query.correlationId !== undefined) checkText('list', 'query.correlationId', query.correlationId);
     return this.engine.list(query);
   }
 

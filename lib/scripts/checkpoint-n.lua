@@ -31,11 +31,16 @@
                                       terminal ("1"/"0"), broken, w (the last fenced write's stamp)
              run lease         STRING the holder's token
              shard index       ZSET   member = run id, score = index score (ms)
-             reactor's runs    ZSET   (only when the block's key count is 4: a createOnly write)
+             reactor's runs    ZSET   (only in a createOnly write whose key count is 4 or more)
                                       member = run id, score = creation time (ms): the runs of the
                                       run's reactor in its shard, for `list`; trimmed of runs
                                       created longer than ARGV[1] ago
-    block    +1  key count: 3, or 4 with the reactor's runs key
+             tag indexes       ZSET   (the keys after those, 0 to 16: the run's tags this write
+                                      sets, issue 25) one per (reactor, tag key, value) in the
+                                      run's shard, member = run id, score = creation time (ms);
+                                      trimmed like the reactor's runs. A write with tag keys
+                                      sends +4 as "<index score>:<creation time>"
+    block    +1  key count: 3; 4 with the reactor's runs key (a create); plus one per tag index
              +2  run id
              +3  status
              +4  index score (ms); for a create whose index score is not its creation time (a run
@@ -85,7 +90,7 @@ end
 local CHUNK = 200
 
 -- One run's checkpoint: its block's arguments are a[o + 1 ..] (ARGV, or a packed block split).
-local function checkpoint(record, leaseKey, index, runsKey, a, o)
+local function checkpoint(record, leaseKey, index, runsKey, tagKeys, a, o)
   local runId = a[o + 2]
   local status = a[o + 3]
   local scores = a[o + 4]
@@ -184,6 +189,12 @@ local function checkpoint(record, leaseKey, index, runsKey, a, o)
     redis.call("ZADD", runsKey, created, runId)
     redis.call("ZREMRANGEBYSCORE", runsKey, "-inf", "(" .. string.format("%d", created - window))
   end
+  if tagKeys then
+    for i = 1, #tagKeys do
+      redis.call("ZADD", tagKeys[i], created, runId)
+      redis.call("ZREMRANGEBYSCORE", tagKeys[i], "-inf", "(" .. string.format("%d", created - window))
+    end
+  end
 
   if token ~= "" and releaseLease then
     redis.call("DEL", leaseKey)
@@ -224,15 +235,25 @@ for r = 1, runs do
   local keyCount = tonumber(a and a[b + 1])
   local s = tonumber(a and a[b + 10])
   local d = tonumber(a and a[b + 11])
-  if (keyCount ~= 3 and keyCount ~= 4) or not s or not d then
+  if not keyCount or keyCount < 3 or keyCount > 20 or not s or not d then
     -- The blocks cannot be told apart past a malformed one.
     for rest = r, runs do
       out[rest] = -2
     end
     return out
   end
-  local runsKey = keyCount == 4 and KEYS[k + 4] or nil
-  local ok, result = pcall(checkpoint, KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], runsKey, a, b)
+  -- A create's 4th key is the reactor's runs index; the keys after the fixed ones are tag indexes.
+  local create = string.sub(a[b + 7] or "", 2, 2) == "1"
+  local runsKey = create and keyCount >= 4 and KEYS[k + 4] or nil
+  local firstTag = runsKey and 5 or 4
+  local tagKeys = nil
+  if keyCount >= firstTag then
+    tagKeys = {}
+    for i = firstTag, keyCount do
+      tagKeys[#tagKeys + 1] = KEYS[k + i]
+    end
+  end
+  local ok, result = pcall(checkpoint, KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], runsKey, tagKeys, a, b)
   if ok then
     out[r] = result
   else

@@ -18,6 +18,7 @@
  * | `a:<step>`   | attempts made at the step                                   | when it changes    |
  * | `c:<step>`   | a composed child's whole state (JSON)                      | when it changes    |
  * | `m:<step>`   | a map step's record (JSON)                                 | when it changes    |
+ * | `tags`       | the run's tags (JSON object), absent when it has none      | when they change   |
  *
  * In a run marked `encryptInputs`, the fields that hold inputs in clear (`inputs`, `u:`, `c:`/`m:`
  * of children and elements that are marked, the arguments a `t:` entry shows, and `head` while a
@@ -59,11 +60,14 @@ export const TRACE = 't:';
 export const ATTEMPTS = 'a:';
 export const CHILD = 'c:';
 export const MAP = 'm:';
+/** The run's tags (JSON object); a record without it has none. */
+export const TAGS = 'tags';
 /** A trace entry's reference to an input (`i:<name>`); to a result it is the result's field, `r:<step>`. */
 const INPUT_REF = 'i:';
 
 /** Collections of the run stored in fields of their own, left out of the header. */
-type Collection = 'inputs' | 'results' | 'completed' | 'undoStack' | 'attempts' | 'trace' | 'children' | 'maps';
+type Collection =
+  'inputs' | 'results' | 'completed' | 'undoStack' | 'attempts' | 'trace' | 'children' | 'maps' | 'tags';
 
 /** What is stored of one state object, as far as the adapter that wrote or read it knows. */
 export interface Written {
@@ -83,6 +87,8 @@ export interface Written {
   /** Serialized children and map records, to write only those that changed. */
   children: Map<string, string>;
   maps: Map<string, string>;
+  /** The stored tags (their JSON), when the run has any. */
+  tags?: string;
   /** Size of each replaceable field (header, attempts, children, maps), in UTF-8 bytes. */
   sizes: Map<string, number>;
   /** Size of the whole record, in UTF-8 bytes. */
@@ -104,6 +110,8 @@ export interface RecordDelta {
   del: string[];
   /** Size of the record once the delta is written, in UTF-8 bytes. */
   bytes: number;
+  /** Tags this delta sets that were not stored with these values (to index them); absent when none. */
+  tags?: Array<[key: string, value: string]>;
   /** After the delta was written: what is now stored (updates and returns `written` when it was diffed). */
   commit(): Written;
 }
@@ -231,6 +239,21 @@ export function encodeDelta(
         put(field, sealed(field, value, sealRun || holdsSealed(record)), true),
       )
     : [];
+  // Tags: nothing to compare for a run that has none (the common case).
+  const tagsJson = state.tags === undefined ? undefined : JSON.stringify(state.tags);
+  const tagsChanged = tagsJson !== w.tags;
+  let newTags: Array<[string, string]> | undefined;
+  if (tagsChanged) {
+    if (tagsJson === undefined) {
+      del.push(TAGS);
+      bytes -= w.sizes.get(TAGS) ?? 0;
+      sizes.push([TAGS, 0]);
+    } else {
+      put(TAGS, tagsJson, true);
+      const old = w.tags === undefined ? {} : (JSON.parse(w.tags) as Record<string, string>);
+      newTags = Object.entries(state.tags!).filter(([key, value]) => old[key] !== value);
+    }
+  }
 
   if (bytes > maxBytes) throw new ContextTooLargeError(state.runId, bytes, maxBytes);
   return {
@@ -238,7 +261,9 @@ export function encodeDelta(
     set,
     del,
     bytes,
+    ...(newTags && newTags.length > 0 ? { tags: newTags } : {}),
     commit: () => {
+      if (tagsChanged) w.tags = tagsJson;
       w.completed = state.completed.length;
       w.undo.length = keep;
       w.undo.push(...pushed);
@@ -348,6 +373,10 @@ export function decodeRecord(
       const json = open(field, value);
       (assembled.children as Record<string, unknown>)[step] = parse(runId, field, json);
       written.children.set(step, json);
+      size(field, value, true);
+    } else if (field === TAGS) {
+      assembled.tags = parse(runId, field, value);
+      written.tags = value;
       size(field, value, true);
     } else if (field.startsWith(MAP)) {
       const step = field.slice(MAP.length);

@@ -559,6 +559,61 @@ export function describeStorageConformance(name: string, factory: AdapterFactory
         const recent = await h.storage.listRuns!({ reactorName, since: T0 + 5, limit: 10 });
         expect(recent.runs.map((r) => r.runId)).toEqual([created[6].runId, created[5].runId]);
       });
+
+      it('lists by tag (issue 25): tags given on create or added by a later checkpoint, stored and indexed', async () => {
+        const reactorName = `tagged-${newRunId()}`;
+        const created: RunState[] = [];
+        for (let i = 0; i < 5; i++) {
+          const state = makeRunState({
+            reactorName,
+            status: i === 3 ? 'failed' : 'running',
+            createdAt: T0 + i,
+            updatedAt: T0 + i,
+            ...(i % 2 === 0 ? { tags: { customer: 'acme' } } : {}),
+          });
+          await h.storage.save(state, { createOnly: true });
+          created.push(state);
+        }
+        // A later checkpoint tags run 3 (a new object, as ctx.tag makes) and run 1 with another value.
+        created[3].tags = { customer: 'acme', 'order.id': 'a=b c/d' };
+        created[3].updatedAt = T0 + 60;
+        await h.storage.save(created[3]);
+        created[1].tags = { customer: 'globex' };
+        await h.storage.save(created[1]);
+        // Run 0 is tagged again to another value: its old entry no longer matches.
+        created[0].tags = { customer: 'initech' };
+        await h.storage.save(created[0]);
+        await h.storage.save(makeRunState({ reactorName: `${reactorName}-other`, tags: { customer: 'acme' } }), {
+          createOnly: true,
+        });
+
+        const tag = { key: 'customer', value: 'acme' };
+        const first = await h.storage.listRuns!({ reactorName, tag, limit: 2 });
+        expect(first.runs.map((r) => r.runId)).toEqual([created[4].runId, created[3].runId]);
+        expect(first.runs[1]).toEqual({ runId: created[3].runId, reactorName, status: 'failed', createdAt: T0 + 3 });
+        const rest = await h.storage.listRuns!({ reactorName, tag, limit: 10, before: first.next });
+        expect(rest.runs.map((r) => r.runId)).toEqual([created[2].runId]);
+        const failed = await h.storage.listRuns!({ reactorName, tag, status: 'failed', limit: 10 });
+        expect(failed.runs.map((r) => r.runId)).toEqual([created[3].runId]);
+        const odd = await h.storage.listRuns!({ reactorName, tag: { key: 'order.id', value: 'a=b c/d' }, limit: 10 });
+        expect(odd.runs.map((r) => r.runId)).toEqual([created[3].runId]);
+        const globex = await h.storage.listRuns!({ reactorName, tag: { key: 'customer', value: 'globex' }, limit: 10 });
+        expect(globex.runs.map((r) => r.runId)).toEqual([created[1].runId]);
+        const initech = await h.storage.listRuns!({
+          reactorName,
+          tag: { key: 'customer', value: 'initech' },
+          limit: 9,
+        });
+        expect(initech.runs.map((r) => r.runId)).toEqual([created[0].runId]);
+        expect(
+          (await h.storage.listRuns!({ reactorName, tag: { key: 'customer', value: 'x' }, limit: 9 })).runs,
+        ).toEqual([]);
+        // The tags are stored with the run, and a record without them has none.
+        expect((await h.storage.load(created[3].runId))?.tags).toEqual({ customer: 'acme', 'order.id': 'a=b c/d' });
+        const plain = makeRunState({ reactorName });
+        await h.storage.save(plain, { createOnly: true });
+        expect((await h.storage.load(plain.runId))?.tags).toBeUndefined();
+      });
     });
 
     describe('retention per status (issue 25)', () => {

@@ -10,7 +10,7 @@ import type { StepContext } from './step';
  * interrupt: a composed child's own), so an id can come from any of them without wiring each.
  * (No `fence`: an interrupt takes no lock of its own, and writes nothing downstream.)
  */
-export interface InterruptContext<A = Record<string, unknown>> extends Omit<StepContext, 'fence'> {
+export interface InterruptContext<A = Record<string, unknown>> extends Omit<StepContext, 'fence' | 'tag'> {
   readonly args: A;
   /** The run's validated inputs (as steps read them; not redacted). */
   readonly inputs: Readonly<Record<string, unknown>>;

@@ -29,6 +29,14 @@ export interface StepContext {
    * no such lock is held.
    */
   fence(key?: string): number;
+  /**
+   * Tag the run (issue 25): `key` (1 to 64 letters, digits, `_`, `.`, `-`) set to `value` (a
+   * string of at most 256 characters), at most 16 tags per run; a key set again is replaced.
+   * Stored and indexed with the step's checkpoint, so `client.list({ reactor, tag: 'key=value' })`
+   * finds the run. In a composed child, it tags the child's record (only top-level runs are listed).
+   * Throws a `ConfigurationError` naming the reactor, the step and the tag for a bad key or value.
+   */
+  tag(key: string, value: string): void;
 }
 
 /**

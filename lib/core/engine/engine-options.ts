@@ -135,6 +135,12 @@ export interface RunOptions {
    * instead of starting a second saga. Concurrent callers with one key start one run.
    */
   idempotencyKey?: string;
+  /**
+   * Tags of the run (issue 25): at most 16 keys (1 to 64 letters, digits, `_`, `.`, `-`) with
+   * string values of at most 256 characters, stored on the run and indexed per reactor for
+   * `list({ tag })`. Steps add more with `ctx.tag`.
+   */
+  tags?: Record<string, string>;
 }
 
 /** The parts every engine collaborator may be given: the ports and the resolved settings. */

@@ -396,7 +396,7 @@ export class ReactorEngine {
    * returned `cursor` continues the listing. Records that expired are left out.
    */
   async list(query: ListQuery): Promise<RunList> {
-    return guarded('list', () => listRuns(this.storage, query));
+    return guarded('list', () => listRuns(this.storage, query, this.parts.interrupts));
   }
 
   /**

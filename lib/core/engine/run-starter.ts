@@ -11,6 +11,7 @@ import { jsonProblem } from '../model/json-values';
 import { runLeaseKey } from '../model/keys';
 import { checkRunId } from './run-id';
 import { isTerminal, newRunState, type RunState } from '../model/run-state';
+import { checkTags } from '../validation/run-tags';
 import type { Lease } from '../ports/lock-manager.port';
 import { outcomeOf, type RunOutcome } from '../results/run-outcome';
 import { isWellFormed } from '../validation/arguments';
@@ -289,6 +290,8 @@ export class RunStarter {
     mode: 'caller' | 'handoff',
     retryOf?: RetryOf,
   ): Promise<{ state: RunState; lease?: Lease; replayed?: boolean; holding?: Holding; held?: FlowHandle }> {
+    // Tags are checked before a key is bound (a refused start binds nothing).
+    if (options.tags !== undefined) checkTags(`Reactor '${def.name}': option tags`, options.tags);
     // A key bound by an earlier call, or a given id, may name a run that exists: the create
     // (createOnly) says so, and that run is returned, without a read before every create.
     const runId = await this.runIdFor(def, options);
@@ -360,6 +363,7 @@ export class RunStarter {
     const { clock } = this.parts;
     const { inputs, errors } = await validateReactorInputs(def.inputs, input, { fresh: true });
     const state = newRunState(def, runId, inputs, clock.now());
+    if (options.tags !== undefined && Object.keys(options.tags).length > 0) state.tags = { ...options.tags };
     if (retryOf) {
       state.retriedFrom = retryOf.runId;
       state.retryCount = retryOf.count;

@@ -33,6 +33,8 @@ export interface RunView {
   /** For a run started by `retry(runId)`: the failed run it retries, and how many retries led here. */
   retriedFrom?: string;
   retryCount?: number;
+  /** The run's tags (`tags` on start, `ctx.tag` from its steps); absent when none. */
+  tags?: Record<string, string>;
   createdAt: number;
   updatedAt: number;
   finishedAt?: number;
@@ -172,6 +174,7 @@ export class RunViewer {
       children,
       maps,
       ...(state.retriedFrom !== undefined ? { retriedFrom: state.retriedFrom, retryCount: state.retryCount } : {}),
+      ...(state.tags !== undefined ? { tags: { ...state.tags } } : {}),
       createdAt: state.createdAt,
       updatedAt: state.updatedAt,
       finishedAt: state.finishedAt,

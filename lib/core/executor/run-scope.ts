@@ -18,6 +18,7 @@ import { stepKindOf } from '../steps';
 import { publicValue } from '../results/async-unit-result';
 import { isTerminal } from '../model/run-state';
 import { withoutUndefinedProperties } from '../model/json-values';
+import { setTag } from '../validation/run-tags';
 import type { ExecutionEnv, Saver } from './execution-env';
 import { ExecutionStopped, NEVER_ABORTED, type OpenSignal } from './execution-abort';
 import type { StepAbortedError, StepAbortSite } from '../errors/step-aborted.error';
@@ -154,6 +155,7 @@ export abstract class RunScope implements StepScope {
           throw new TypeError(`Reactor '${reactorName}' step '${step.name}': ctx.fence(): the run holds no lock.`);
         return held.fenceFor(step.name, reactorName, key);
       },
+      tag: (key, value) => setTag(this.state, `Reactor '${reactorName}' step '${step.name}': ctx.tag`, key, value),
       runId: this.state.runId,
       reactorName: this.def.name,
       stepName: step.name,

@@ -189,6 +189,11 @@ export interface RunState {
    * and when it may start (`delayed`) or its gather is due (`debounced`, `batched`).
    */
   flow?: RunFlow;
+  /**
+   * Tags (issue 25): small string key/value pairs given on start (`tags`) or set by a step
+   * (`ctx.tag`), indexed per reactor for `list({ tag })`. Absent when none.
+   */
+  tags?: Record<string, string>;
   createdAt: number;
   updatedAt: number;
   finishedAt?: number;

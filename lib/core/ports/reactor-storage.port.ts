@@ -25,6 +25,11 @@ export interface ListRunsQuery {
   /** Continue after this run (exclusive). */
   before?: RunPosition;
   limit: number;
+  /**
+   * Only runs carrying this tag (issue 25): read from the tag's index, which the checkpoint that
+   * sets a tag writes, instead of the reactor's runs index (same order, same positions).
+   */
+  tag?: { key: string; value: string };
 }
 
 /** Options of {@link ReactorStorage.save}. */

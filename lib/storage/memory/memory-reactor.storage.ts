@@ -16,7 +16,7 @@ import {
   type RunStatus,
   type SaveOptions,
 } from '../../core';
-import { decodeRecord, encodeDelta, HEADER_FIELD, type RecordDelta, type Written } from '../run-record.codec';
+import { decodeRecord, encodeDelta, HEADER_FIELD, TAGS, type RecordDelta, type Written } from '../run-record.codec';
 import { encodeBroken, salvageRecord } from '../broken-record';
 import { Sealer } from '../sealing';
 import {
@@ -113,6 +113,8 @@ export class MemoryReactorStorage implements ReactorStorage {
   private readonly cancels = new WeakMap<RunState, string>();
   /** Each reactor's runs and their creation times (the index `listRuns` reads). */
   private readonly byReactor = new Map<string, Map<string, number>>();
+  /** Each reactor's runs by tag (`[reactor, key, value]` as JSON) and their creation times (`list({ tag })`). */
+  private readonly byTag = new Map<string, Map<string, number>>();
   /** Idempotency keys (reactor and key, as JSON) and the run each is bound to, until it expires. */
   private readonly idempotency = new Map<string, { runId: string; expiresAt: number }>();
   /** How long records are kept (`Infinity` each without `contextTtlMs` and `retention`). */
@@ -192,7 +194,11 @@ export class MemoryReactorStorage implements ReactorStorage {
   readonly extendRunLease?: (runId: string, lease: Lease, ttlMs: number) => Promise<{ held: boolean; cancel?: string }>;
 
   async listRuns(query: ListRunsQuery): Promise<{ runs: RunSummary[]; next?: RunPosition }> {
-    const ordered = [...(this.byReactor.get(query.reactorName) ?? [])]
+    const { tag } = query;
+    const index = tag
+      ? this.byTag.get(JSON.stringify([query.reactorName, tag.key, tag.value]))
+      : this.byReactor.get(query.reactorName);
+    const ordered = [...(index ?? [])]
       .map(([runId, createdAt]) => ({ runId, createdAt }))
       .filter((p) => (query.since === undefined || p.createdAt >= query.since) && comesAfter(p, query.before))
       .sort(newestFirst);
@@ -201,6 +207,8 @@ export class MemoryReactorStorage implements ReactorStorage {
       const p = ordered[i];
       const stored = this.stored(p.runId);
       if (!stored || (query.status && stored.status !== query.status)) continue;
+      // A tag set again to another value leaves the old value's entry: the record decides.
+      if (tag && !hasTag(stored.fields.get(TAGS), tag)) continue;
       runs.push({ ...p, reactorName: query.reactorName, status: stored.status });
       if (runs.length === query.limit) return i + 1 < ordered.length ? { runs, next: p } : { runs };
     }
@@ -333,6 +341,7 @@ export class MemoryReactorStorage implements ReactorStorage {
   clear(): void {
     this.runs.clear();
     this.byReactor.clear();
+    this.byTag.clear();
   }
 
   /**
@@ -361,6 +370,10 @@ export class MemoryReactorStorage implements ReactorStorage {
     for (const [reactor, index] of this.byReactor) {
       for (const runId of index.keys()) if (!this.runs.has(runId)) index.delete(runId);
       if (index.size === 0) this.byReactor.delete(reactor);
+    }
+    for (const [name, index] of this.byTag) {
+      for (const runId of index.keys()) if (!this.runs.has(runId)) index.delete(runId);
+      if (index.size === 0) this.byTag.delete(name);
     }
   }
 
@@ -405,6 +418,18 @@ export class MemoryReactorStorage implements ReactorStorage {
           if (createdAt < state.createdAt - this.listWindowMs) index.delete(runId);
       this.byReactor.set(state.reactorName, index);
     }
+    // The tags this write sets, indexed like the reactor's runs (the Redis script does it in the same call).
+    if (delta.tags) {
+      for (const [key, value] of delta.tags) {
+        const name = JSON.stringify([state.reactorName, key, value]);
+        const index = this.byTag.get(name) ?? new Map<string, number>();
+        index.set(state.runId, state.createdAt);
+        if (this.listWindowMs !== KEPT)
+          for (const [runId, createdAt] of index)
+            if (createdAt < state.createdAt - this.listWindowMs) index.delete(runId);
+        this.byTag.set(name, index);
+      }
+    }
     // A cancel request outlives every write but the run's last (a full write keeps it too).
     const cancel = terminal || options.createOnly ? undefined : existing?.cancel;
     const score = indexScore(state);
@@ -422,5 +447,15 @@ export class MemoryReactorStorage implements ReactorStorage {
     if (lease && options.releaseLease) void this.locks?.release(lease);
     else if (lease && options.leaseTtlMs !== undefined) this.locks?.refresh(lease, options.leaseTtlMs);
     return cancel !== undefined ? CheckpointResult.WrittenCancelRequested : CheckpointResult.Written;
+  }
+}
+
+/** Whether a record's `tags` field holds `tag`. */
+function hasTag(json: string | undefined, tag: { key: string; value: string }): boolean {
+  if (json === undefined) return false;
+  try {
+    return (JSON.parse(json) as Record<string, unknown>)[tag.key] === tag.value;
+  } catch {
+    return false;
   }
 }

@@ -17,7 +17,7 @@ import {
 } from '../../core';
 import { normalizeTtlMs } from '../lease-ttl';
 import { comesAfter, newestFirst } from '../run-position';
-import { decodeRecord, encodeDelta, HEADER_FIELD, type Written } from '../run-record.codec';
+import { decodeRecord, encodeDelta, HEADER_FIELD, TAGS, type Written } from '../run-record.codec';
 import { encodeBroken, salvageRecord } from '../broken-record';
 import { Sealer } from '../sealing';
 import {
@@ -148,14 +148,17 @@ export class RedisReactorStorage implements ReactorStorage {
     const leaseTtl = lease && options.leaseTtlMs !== undefined ? normalizeTtlMs(options.leaseTtlMs, 'leaseTtlMs') : 0;
     const runId = state.runId;
     const keys = this.keysOf(state, lease, options.createOnly === true);
+    // Tags this write sets: their indexes' keys follow (written in the same call, in the run's slot).
+    if (delta.tags) for (const [key, value] of delta.tags) keys.push(this.tagKeyOf(state, key, value));
     const token = lease?.token ?? '';
     const score = indexScore(state);
     const fixed = [
       keys.length,
       runId,
       state.status,
-      // A create lists the run by its creation time, given apart when the index score differs.
-      options.createOnly && score !== state.createdAt ? `${score}:${state.createdAt}` : score,
+      // A create (and a write that tags the run) lists it by its creation time, given apart when
+      // the index score differs.
+      (options.createOnly || delta.tags) && score !== state.createdAt ? `${score}:${state.createdAt}` : score,
       token,
       leaseTtl,
       flag(isTerminal(state.status)) +
@@ -203,11 +206,17 @@ export class RedisReactorStorage implements ReactorStorage {
    * The runs of a reactor, newest first: one `ZRANGE BYSCORE REV` per shard on the reactor's runs
    * index (written by the run's create), merged, then each candidate's `status` (one `HGET` each,
    * sent together) to filter and to drop runs whose record expired. Reads at most about ten pages
-   * of candidates per call; `next` continues where it stopped.
+   * of candidates per call; `next` continues where it stopped. With `tag`, the tag's index
+   * (written by the checkpoint that set the tag) instead, and `status` and `tags` of each candidate
+   * (one `HMGET`), so a run whose tag was set again to another value is left out.
    */
   async listRuns(query: ListRunsQuery): Promise<{ runs: RunSummary[]; next?: RunPosition }> {
+    const { tag } = query;
+    // By tag: the tag's index instead of the reactor's runs (same scores, same paging).
     const keys = Array.from({ length: this.keys.shards }, (_, shard) =>
-      this.keys.reactorRunsKey(shard, query.reactorName),
+      tag
+        ? this.keys.reactorTagKey(shard, query.reactorName, tag.key, tag.value)
+        : this.keys.reactorRunsKey(shard, query.reactorName),
     );
     const page = Math.max(50, query.limit * 2);
     const runs: RunSummary[] = [];
@@ -228,11 +237,20 @@ export class RedisReactorStorage implements ReactorStorage {
       candidates.sort(newestFirst);
       const batch = candidates.slice(0, page);
       if (batch.length === 0) return { runs };
-      const statuses = await Promise.all(batch.map((p) => this.redis.hget(this.keys.runKey(p.runId), 'status')));
+      const statuses = await Promise.all(
+        batch.map((p) =>
+          tag
+            ? this.redis.hmget(this.keys.runKey(p.runId), 'status', TAGS)
+            : this.redis.hget(this.keys.runKey(p.runId), 'status'),
+        ),
+      );
       for (let i = 0; i < batch.length; i++) {
-        const status = statuses[i] as RunStatus | null;
+        const read = statuses[i];
+        const status = (Array.isArray(read) ? read[0] : read) as RunStatus | null;
         cursor = batch[i];
         if (status === null || (query.status && status !== query.status)) continue;
+        // A tag set again to another value leaves the old value's entry: the record decides.
+        if (tag && !hasTag(Array.isArray(read) ? read[1] : null, tag)) continue;
         runs.push({ ...batch[i], reactorName: query.reactorName, status });
         if (runs.length === query.limit) return { runs, next: cursor };
       }
@@ -313,6 +331,11 @@ export class RedisReactorStorage implements ReactorStorage {
     const fields: Record<string, string> = {};
     for (let i = 1; i + 1 < reply.length; i += 2) fields[reply[i] as string] = reply[i + 1] as string;
     return { acquired: true, state: this.decode(runId, fields) };
+  }
+
+  /** The index key of the runs of `state`'s reactor tagged `key` = `value`, in the run's shard. */
+  private tagKeyOf(state: RunState, key: string, value: string): string {
+    return this.keys.reactorTagKey(this.keys.shardOf(state.runId), state.reactorName, key, value);
   }
 
   /** The group commit a run's checkpoint joins: one for all on a standalone server, its shard's on a cluster. */
@@ -402,6 +425,16 @@ export class RedisReactorStorage implements ReactorStorage {
       [runId, state.status, this.retention.failed, ...record],
     );
     if (isErrorCode(result)) throw storageError(result, { runId, operation: 'markBroken (markBroken-2.lua)' });
+  }
+}
+
+/** Whether a record's `tags` field holds `tag`. */
+function hasTag(json: string | null, tag: { key: string; value: string }): boolean {
+  if (json === null) return false;
+  try {
+    return (JSON.parse(json) as Record<string, unknown>)[tag.key] === tag.value;
+  } catch {
+    return false;
   }
 }
 

@@ -65,6 +65,7 @@ export type MapKeyPart =
  * <prefix>:{<prefix>:s<shard>}:maps:open            ZSET  open map ids, score = createdAt (ms)
  * <prefix>:{<prefix>:s<shard>}:run:<root>:resume    HASH  resume claims of a run's interrupts
  * <prefix>:{<prefix>:s<shard>}:run:<runId>:events   STREAM live events of a run (pub/sub channel of the same name)
+ * <prefix>:{<prefix>:s<shard>}:tag:<reactor>:<k>=<v> ZSET  a reactor's runs tagged k=v, score = createdAt (ms)
  * ```
  *
  * A run is sharded by its ROOT ({@link rootRunId}): a composed child `<root>/<step>` lives in its
@@ -190,6 +191,16 @@ export class RedisKeys {
   reactorRunsKey(shard: number, reactorName: string): string {
     this.checkShard(shard);
     return `${this.shardBase(shard)}:runs:${encodeURIComponent(reactorName)}`;
+  }
+
+  /**
+   * The runs of reactor `reactorName` tagged `key` = `value` in shard `shard` (ZSET, score =
+   * creation time ms), for `list({ tag })` (issue 25): `<shard base>:tag:<reactor>:<key>=<value>`
+   * (each part URI-encoded). Written by the checkpoint that sets the tag, in the run's slot.
+   */
+  reactorTagKey(shard: number, reactorName: string, key: string, value: string): string {
+    this.checkShard(shard);
+    return `${this.shardBase(shard)}:tag:${encodeURIComponent(reactorName)}:${encodeURIComponent(key)}=${encodeURIComponent(value)}`;
   }
 
   /** Every shard's active index, shard 0 first. */
