@@ -29,6 +29,7 @@ import {
   type RunOutcome,
   type RunStatus,
 } from '../core';
+import type { RetryManyQuery, RetryManyResult } from '../core/engine/run-control';
 import { ReactorClient } from '../nest';
 import { runEventsSse, type RunEventMessage } from '../live/run-events.sse';
 import { DashboardActionGuard } from './dashboard-action.guard';
@@ -52,6 +53,20 @@ export interface DashboardActionResult {
   status: RunOutcome['status'];
   /** `continue`: whether the payload was applied here, deferred to a worker, or queued. */
   resume?: ContinueResult['accepted'];
+}
+
+/** What `api/runs/bulk` did to each run. */
+export interface DashboardBulkResult {
+  action: 'retry' | 'cancel';
+  results: Array<{
+    runId: string;
+    ok: boolean;
+    /** `retry`: the new (or reopened) run. */
+    newRunId?: string;
+    status?: RunOutcome['status'];
+    code?: string;
+    message?: string;
+  }>;
 }
 
 interface RequestLike {
@@ -100,7 +115,16 @@ function runQuery(raw: Record<string, string | undefined>): DashboardRunQuery {
     throw new BadRequestException("'limit' must be an integer from 1 to 500.");
   if (raw.cursor !== undefined && !/^\d+:/.test(raw.cursor))
     throw new BadRequestException("'cursor' is not one this API returned.");
+  // Search (issue 25): a tag `key=value`, a run id, a correlation id.
+  if (raw.tag && !/^[a-z0-9_.-]{1,64}=[^]{0,256}$/i.test(raw.tag))
+    throw new BadRequestException("'tag' must be key=value (a key of 1 to 64 letters, digits, '_', '.', '-').");
+  for (const name of ['runId', 'correlationId'] as const)
+    if (raw[name] !== undefined && raw[name]!.length > 512)
+      throw new BadRequestException(`'${name}' must be at most 512 characters.`);
   return {
+    ...(raw.tag ? { tag: raw.tag } : {}),
+    ...(raw.runId ? { runId: raw.runId } : {}),
+    ...(raw.correlationId ? { correlationId: raw.correlationId } : {}),
     reactor: raw.reactor || undefined,
     status: status as RunStatus | undefined,
     since: time('since', raw.since),
@@ -289,6 +313,85 @@ export class DashboardController {
     if (reason !== undefined && (typeof reason !== 'string' || reason.length > 500))
       throw new BadRequestException("'reason' must be a string of at most 500 characters.");
     return http(async () => outcomeResult(await this.client.cancel(runId, reason || 'cancelled from the dashboard')));
+  }
+
+  /**
+   * Retry or cancel many runs at once; body `{ action: 'retry' | 'cancel', runIds (1 to 100),
+   * reason? }`. Each run is acted on in turn as its own route would; a refusal is reported in its
+   * entry (`ok: false`, `code`, `message`), never failing the others.
+   */
+  @Post('api/runs/bulk')
+  @HttpCode(200)
+  @UseGuards(DashboardActionGuard)
+  bulk(@Body() body: { action?: unknown; runIds?: unknown; reason?: unknown } = {}): Promise<DashboardBulkResult> {
+    const { action, runIds, reason } = body ?? {};
+    if (action !== 'retry' && action !== 'cancel')
+      throw new BadRequestException("'action' must be 'retry' or 'cancel'.");
+    if (
+      !Array.isArray(runIds) ||
+      runIds.length === 0 ||
+      runIds.length > 100 ||
+      !runIds.every((id) => typeof id === 'string' && id.length > 0 && id.length <= 512)
+    )
+      throw new BadRequestException("'runIds' must be 1 to 100 run ids.");
+    if (reason !== undefined && (typeof reason !== 'string' || reason.length > 500))
+      throw new BadRequestException("'reason' must be a string of at most 500 characters.");
+    return http(async () => {
+      const results: DashboardBulkResult['results'] = [];
+      for (const runId of [...new Set(runIds as string[])]) {
+        try {
+          const outcome =
+            action === 'retry'
+              ? await this.client.retry(runId)
+              : await this.client.cancel(runId, (reason as string | undefined) || 'cancelled from the dashboard');
+          results.push({
+            runId,
+            ok: true,
+            newRunId: action === 'retry' ? outcome.runId : undefined,
+            status: outcome.status,
+          });
+        } catch (error) {
+          const code = error instanceof ReactorError ? error.code : 'ERROR';
+          results.push({ runId, ok: false, code, message: error instanceof Error ? error.message : String(error) });
+        }
+      }
+      return { action, results };
+    });
+  }
+
+  /**
+   * `client.retryMany`: body `{ reactor, status? ('failed'), since?, until? (ms), limit? (1 to
+   * 1000, default 100), dryRun? }`. A dry run lists the runs it would retry.
+   */
+  @Post('api/runs/retry-many')
+  @HttpCode(200)
+  @UseGuards(DashboardActionGuard)
+  async retryMany(
+    @Body()
+    body: {
+      reactor?: unknown;
+      status?: unknown;
+      since?: unknown;
+      until?: unknown;
+      limit?: unknown;
+      dryRun?: unknown;
+    } = {},
+  ): Promise<RetryManyResult> {
+    if (typeof body?.reactor !== 'string' || body.reactor.length === 0)
+      throw new BadRequestException("'reactor' (a reactor name) is required.");
+    const query = body as RetryManyQuery;
+    try {
+      return await this.client.retryMany({
+        reactor: query.reactor,
+        status: query.status,
+        since: query.since,
+        until: query.until,
+        limit: query.limit,
+        dryRun: query.dryRun,
+      });
+    } catch (error) {
+      throw httpError(error);
+    }
   }
 
   /**
