@@ -62,6 +62,12 @@ export interface DashboardRunQuery {
   cursor?: string;
   /** @default 50 */
   limit?: number;
+  /** Search (issue 25): only runs tagged `key=value`. */
+  tag?: string;
+  /** Search: only this run. */
+  runId?: string;
+  /** Search: only the run this correlation id is bound to. */
+  correlationId?: string;
 }
 
 /** Counts of runs by status, over at most `countLimit` newest runs of each reactor. */
@@ -216,10 +222,9 @@ export class DashboardService implements OnModuleInit {
     const cursor = query.cursor ?? (query.until !== undefined ? `${query.until + 1}:` : undefined);
     const pages = await Promise.all(
       names.map((reactor) =>
-        this.client.list({ reactor, status: query.status, since: query.since, cursor, limit }).then((page) => ({
-          ...page,
-          reactor,
-        })),
+        this.client
+          .list({ reactor, status: query.status, since: query.since, cursor, limit, ...search(query) })
+          .then((page) => ({ ...page, reactor })),
       ),
     );
     const merged = pages.flatMap((p) => p.runs).sort(newestFirst);
@@ -503,6 +508,15 @@ export class DashboardService implements OnModuleInit {
 interface Position {
   createdAt: number;
   runId: string;
+}
+
+/** The search filters of a runs query (issue 25), only those given. */
+function search(query: DashboardRunQuery): Pick<DashboardRunQuery, 'tag' | 'runId' | 'correlationId'> {
+  return {
+    ...(query.tag !== undefined ? { tag: query.tag } : {}),
+    ...(query.runId !== undefined ? { runId: query.runId } : {}),
+    ...(query.correlationId !== undefined ? { correlationId: query.correlationId } : {}),
+  };
 }
 
 /** Newest first, ties by run id descending: the order of `client.list`. */

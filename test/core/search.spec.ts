@@ -80,6 +80,14 @@ describe('search (issue 25): list by tag, run id and correlation id', () => {
     expect((await engine.list({ reactor: 'approval', runId: paused.runId, tag: 'shop=north' })).runs).toHaveLength(1);
     expect((await engine.list({ reactor: 'approval', correlationId: 'order-none' })).runs).toEqual([]);
     expect((await engine.list({ reactor: 'approval', runId: 'no-such-run' })).runs).toEqual([]);
+    // A cursor is a position: the run shows before its own position, not at or after it.
+    const at = byId.runs[0].createdAt;
+    expect((await engine.list({ reactor: 'approval', runId: paused.runId, cursor: `${at + 1}:` })).runs).toHaveLength(
+      1,
+    );
+    expect(
+      (await engine.list({ reactor: 'approval', runId: paused.runId, cursor: `${at}:${paused.runId}` })).runs,
+    ).toEqual([]);
   });
 
   it('refuses bad tags on start, from a step and in a filter, naming the reactor, step and field', async () => {

@@ -81,8 +81,8 @@ export async function listRuns(
 
 /**
  * `list({ runId })` or `list({ correlationId })`: the one run named (the correlation id's through
- * the interrupt store's binding), when it is the reactor's and matches the other filters; a single
- * page (no cursor). One read of the run (and one of the binding).
+ * the interrupt store's binding), when it is the reactor's and matches the other filters (a cursor
+ * included, as a position); a single page (no cursor returned). One read of the run (and one of the binding).
  */
 async function oneRun(
   storage: ReactorStorage,
@@ -106,10 +106,12 @@ async function oneRun(
     if (bound === undefined || (runId !== undefined && bound !== runId)) return [];
     runId = bound;
   }
-  // A cursor is past the only run there is.
-  if (before !== undefined) return [];
   const state = await storage.load(runId!);
   if (!state || state.reactorName !== query.reactor) return [];
+  // A cursor is a position: the run is shown only after it (a page after the run's own is empty).
+  const { createdAt } = state;
+  if (before && !(createdAt < before.createdAt || (createdAt === before.createdAt && state.runId < before.runId)))
+    return [];
   if (query.status !== undefined && state.status !== query.status) return [];
   if (query.since !== undefined && state.createdAt < query.since) return [];
   if (tag && state.tags?.[tag.key] !== tag.value) return [];

@@ -157,7 +157,17 @@
       status: q.get('status') || '',
       since: q.get('since') || '',
       until: q.get('until') || '',
+      q: q.get('q') || '',
     };
+  }
+  // Search (issue 25): `tag:key=value`, `corr:<correlation id>`, else a run id; the runs API's params.
+  function runsQuery(filters) {
+    const { q, ...rest } = filters;
+    const text = (q || '').trim();
+    if (!text) return rest;
+    if (text.startsWith('tag:')) return { ...rest, tag: text.slice(4) };
+    if (text.startsWith('corr:')) return { ...rest, correlationId: text.slice(5) };
+    return { ...rest, runId: text };
   }
   function toHash(filters) {
     const q = new URLSearchParams(Object.entries(filters).filter(([, v]) => v));
@@ -197,6 +207,15 @@
         select('status', state.settings.statuses),
         h('label', {}, 'from ', dateInput('since')),
         h('label', {}, 'to ', dateInput('until')),
+        h('input', {
+          type: 'search',
+          name: 'q',
+          class: 'search',
+          placeholder: 'tag:key=value, run id or corr:<id>',
+          title: 'tag:key=value finds runs by tag; corr:<id> by correlation id; anything else is a run id',
+          value: filters.q,
+          onchange: (e) => toHash({ ...filters, q: e.target.value.trim() }),
+        }),
         h('a', { href: '#/', class: 'clear' }, 'clear'),
       ),
       queues,
@@ -230,7 +249,7 @@
         h('td', { class: 'failure', title: r.failureMessage || '' }, r.failedStep || ''),
       );
     more.addEventListener('click', async () => {
-      const page = await get('runs', { ...filters, cursor });
+      const page = await get('runs', { ...runsQuery(filters), cursor });
       extra = extra.concat(page.runs);
       cursor = page.cursor;
       body.append(...page.runs.map(row));
@@ -239,7 +258,7 @@
     let shown = '';
     return poll(route, async () => {
       const [page] = await Promise.all([
-        get('runs', filters),
+        get('runs', runsQuery(filters)),
         refreshCounts(filters),
         refreshSchedules(schedules),
         refreshQueues(queues, filters.reactor),
