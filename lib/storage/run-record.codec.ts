@@ -206,7 +206,9 @@ export function encodeDelta(
   put(UPDATED_AT, String(state.updatedAt), true);
   const keep = commonUndo(w.undo, state.undoStack);
   for (let n = w.undo.length - 1; n >= keep; n--) {
-    del.push(UNDO + n);
+    // An entry rewritten below is replaced by its write, never deleted: the script (and the memory
+    // adapter) apply the writes before the deletes, so deleting it too would lose it.
+    if (n >= state.undoStack.length) del.push(UNDO + n);
     bytes -= w.undo[n].bytes;
   }
   const pushed: Written['undo'] = [];
