@@ -129,7 +129,17 @@ export type {
   RollbackFailureReason,
 } from './core';
 export type { RunStatus, TraceEntry } from './core';
-export type { RunView, RunOptions, RunRetryOptions, UndoOptions, ListQuery, RunList, RunSummary } from './core';
+export type {
+  RunView,
+  RunOptions,
+  RunRetryOptions,
+  RetryManyQuery,
+  RetryManyResult,
+  UndoOptions,
+  ListQuery,
+  RunList,
+  RunSummary,
+} from './core';
 export type { FlowQueues } from './core';
 export type { ContinueOptions, ContinueResult, ResumeClaim, InterruptRecord, AsyncUnitView } from './core';
 /** Durable sleep: `r.sleep(name, { ms } | { until })`, its value, and where a run sleeps (`RunView.sleeping`). */

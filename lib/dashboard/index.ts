@@ -18,7 +18,7 @@
 export { ReactorDashboardModule } from './reactor-dashboard.module';
 export type { ReactorDashboardOptions } from './dashboard.options';
 export { DASHBOARD_ACTION_HEADER } from './dashboard-action.guard';
-export type { DashboardActionResult } from './dashboard.controller';
+export type { DashboardActionResult, DashboardBulkResult } from './dashboard.controller';
 export type { DashboardSchedule } from './dashboard-schedules';
 export type {
   DashboardRunRow,
@@ -31,6 +31,7 @@ export type {
   DashboardMapElement,
   DashboardMapElements,
   DashboardPendingInterrupt,
+  DashboardFlowQueues,
 } from './dashboard.service';
 export type {
   DashboardReactor,

@@ -4,7 +4,7 @@ export { ENGINE_DEFAULTS } from './engine-options';
 export type { EngineLogger, ReactorEngineOptions, RunOptions } from './engine-options';
 export type { RecoveryOptions } from './recovery';
 export type { AsyncUnitView, RunView } from './run-view';
-export type { RunRetryOptions, UndoOptions } from './run-control';
+export type { RetryManyQuery, RetryManyResult, RunRetryOptions, UndoOptions } from './run-control';
 export type { ContinueOptions, ContinueResult } from './resumes';
 export type { EmitOptions, EmitResult } from './events';
 export type { DrainOptions, DrainResult } from './executions';
