@@ -295,3 +295,7 @@ export type {
 } from './core';
 export { runEventsSse, LiveEventsMiddleware, toLiveEvent, type RunEventMessage, type RunWatcher } from './live';
 export { RedisRunEventBus, type RedisRunEventBusOptions } from './storage/redis/redis-run-events';
+
+/** Search: run tags (`tags` on start, `ctx.tag` from a step) and their limits. */
+export type { TagFilter } from './core/validation/run-tags';
+export { TAG_KEY_PATTERN, MAX_TAG_VALUE_LENGTH, MAX_TAGS_PER_RUN } from './core/validation/run-tags';

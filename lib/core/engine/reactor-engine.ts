@@ -33,7 +33,6 @@ import {
   type RunRetryOptions,
   type UndoOptions,
 } from './run-control';
-
 import { RunJobs } from './run-jobs';
 import { listRuns, type ListQuery, type RunList } from './run-list';
 import { RunStarter } from './run-starter';
