@@ -90,6 +90,8 @@ describe('BullMQ job and worker options (bullmq)', () => {
         expect(queue.opts.defaultJobOptions).toEqual({ removeOnComplete: 5, removeOnFail: 3 });
         const started = await client.start(BackgroundAllReactor, { word: 'shared' });
         expect((await client.wait(started.runId, WAIT)).status).toBe('completed');
+        // The run is stored completed before BullMQ moves its job to the completed set.
+        await pollUntil(async () => (await queue.getCompletedCount()) === 1, 5_000);
         const [job] = await queue.getCompleted();
         expect(job?.opts).toMatchObject({ removeOnComplete: 5, removeOnFail: 3, attempts: 4 });
         expect(job?.opts.delay ?? 0).toBe(0);
