@@ -193,6 +193,45 @@
       });
     const body = h('tbody', { id: 'runs' });
     const more = h('button', { class: 'more', hidden: true }, 'Load more');
+    // Bulk actions (`api/runs/bulk`): the runs ticked in the table, kept across refreshes.
+    const selected = new Set();
+    const bulkInfo = h('span', { class: 'muted', 'data-bulk-info': '' });
+    const bulkBar = h('section', { class: 'bulk', hidden: true });
+    const bulk = async (action) => {
+      const runIds = [...selected].slice(0, 100);
+      const result = await post('runs/bulk', { action, runIds });
+      const done = result.results.filter((r) => r.ok);
+      const refused = result.results.filter((r) => !r.ok);
+      selected.clear();
+      shown = '';
+      bulkInfo.textContent =
+        `${action === 'retry' ? 'retried' : 'cancelled'} ${done.length}` +
+        (refused.length > 0
+          ? `, refused ${refused.length} (${refused.map((r) => `${short(r.runId)}: ${r.code || r.message}`).join('; ')})`
+          : '');
+      renderBulk();
+      body.querySelectorAll('input[data-select]').forEach((box) => (box.checked = false));
+    };
+    const renderBulk = () => {
+      bulkBar.hidden = selected.size === 0 && bulkInfo.textContent === '';
+      bulkBar.replaceChildren(
+        h('span', { 'data-bulk-count': String(selected.size) }, `${selected.size} selected`),
+        ' ',
+        selected.size > 0 ? confirmButton('Retry selected', `Retry ${selected.size} run(s)?`, () => bulk('retry')) : '',
+        ' ',
+        selected.size > 0
+          ? confirmButton('Cancel selected', `Cancel ${selected.size} run(s)?`, () => bulk('cancel'), 'danger')
+          : '',
+        ' ',
+        bulkInfo,
+      );
+    };
+    const tick = (runId, checked) => {
+      if (checked) selected.add(runId);
+      else selected.delete(runId);
+      bulkInfo.textContent = '';
+      renderBulk();
+    };
     const schedules = h('section', { class: 'schedules', id: 'schedules', hidden: true });
     const queues = h('section', { class: 'flow-queues', id: 'flow-queues', hidden: true });
     view.replaceChildren(
@@ -219,6 +258,7 @@
         h('a', { href: '#/', class: 'clear' }, 'clear'),
       ),
       queues,
+      bulkBar,
       h(
         'table',
         { class: 'runs' },
@@ -228,6 +268,21 @@
           h(
             'tr',
             {},
+            h(
+              'th',
+              { class: 'select' },
+              h('input', {
+                type: 'checkbox',
+                title: 'select every run shown',
+                'data-select-all': '',
+                onchange: (e) => {
+                  body.querySelectorAll('input[data-select]').forEach((box) => {
+                    box.checked = e.target.checked;
+                    tick(box.dataset.select, e.target.checked);
+                  });
+                },
+              }),
+            ),
             ['Run', 'Reactor', 'Status', 'Created', 'Updated', 'Failed at'].map((t) => h('th', {}, t)),
           ),
         ),
@@ -241,6 +296,16 @@
       h(
         'tr',
         { 'data-run': r.runId, 'data-status': r.status },
+        h(
+          'td',
+          { class: 'select' },
+          h('input', {
+            type: 'checkbox',
+            'data-select': r.runId,
+            checked: selected.has(r.runId),
+            onchange: (e) => tick(r.runId, e.target.checked),
+          }),
+        ),
         h('td', {}, h('a', { href: `#/runs/${encodeURIComponent(r.runId)}`, class: 'mono' }, short(r.runId))),
         h('td', {}, r.reactorName),
         h('td', {}, badge(r.status), r.retriedFrom ? h('span', { class: 'muted' }, ' retry') : ''),
@@ -271,7 +336,7 @@
       if (text === shown) return;
       shown = text;
       body.replaceChildren(...page.runs.map(row), ...extra.map(row));
-      if (page.runs.length === 0) body.append(h('tr', {}, h('td', { colspan: 6, class: 'muted' }, 'No runs match.')));
+      if (page.runs.length === 0) body.append(h('tr', {}, h('td', { colspan: 7, class: 'muted' }, 'No runs match.')));
       more.hidden = !cursor;
       showError(undefined);
     });
