@@ -88,14 +88,19 @@ export abstract class RunScope implements StepScope {
     const owner = this.owner;
     const retentionMs = this.env.interruptRetentionMs ?? DEFAULT_INTERRUPT_RETENTION_MS;
     return {
-      bind: async (correlationId, path) => {
-        let bound = await store.bindCorrelationId(owner.reactorName, correlationId, owner.runId, path, { retentionMs });
+      bind: async (correlationId, path, keepUntil) => {
+        // A paused run is kept until its deadline plus the retention (see `recordTtlMs`): so is its binding.
+        const keepMs =
+          keepUntil === undefined ? retentionMs : Math.max(retentionMs, keepUntil - this.now() + retentionMs);
+        let bound = await store.bindCorrelationId(owner.reactorName, correlationId, owner.runId, path, {
+          retentionMs: keepMs,
+        });
         if (!bound.ok) {
           // A binding left by a run that is gone or finished (a retried run, an expired one) is taken over.
           const holder = await storage.load(bound.boundTo).catch(() => undefined);
           if (holder && !isTerminal(holder.status)) return bound;
           bound = await store.bindCorrelationId(owner.reactorName, correlationId, owner.runId, path, {
-            retentionMs,
+            retentionMs: keepMs,
             replacing: bound.boundTo,
           });
         }

@@ -102,7 +102,7 @@ async function reach(
         { retryable: false },
       );
     }
-    const bound = await host.bind(id, path);
+    const bound = await host.bind(id, path, record.timeoutAt);
     if (!bound.ok) {
       return new Failure(new CorrelationIdTakenError(scope.owner.reactorName, id, bound.boundTo), {
         retryable: false,

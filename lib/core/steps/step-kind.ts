@@ -69,10 +69,13 @@ export interface InterruptHost {
   /**
    * Bind a correlation id to the top-level run (taking it over from a run that is gone or
    * finished), and take the resume mailed to it for interrupt `path`, made the run's own claim.
+   * `keepUntil` (the interrupt's deadline): the binding is kept the record retention past it, so a
+   * run kept until its deadline is still answered by its correlation id.
    */
   bind(
     correlationId: string,
     path: string,
+    keepUntil?: number,
   ): Promise<{ ok: true; early?: ResumeClaim } | { ok: false; boundTo: string }>;
   /** The claim made for interrupt `path` before the run reached it, made permanent; if any. */
   take(path: string): Promise<ResumeClaim | undefined>;
