@@ -42,7 +42,10 @@ describe('correlation ids of a run kept until its deadline', () => {
     const { engine } = createTestEngine({ clock, interruptRetentionMs: 5 * MINUTE });
     const def = defineReactor('corr-no-deadline', (r: ReactorBuilder<{ orderId: string }>) => {
       const orderId = r.input('orderId', { type: 'string' });
-      return r.interrupt('approve', { args: { orderId }, correlationId: ({ args }) => `order-${args.orderId}` });
+      return r.interrupt<unknown, { orderId: string }>('approve', {
+        args: { orderId },
+        correlationId: ({ args }) => `order-${args.orderId}`,
+      });
     });
     engine.register(def);
     expect((await engine.run(def, { orderId: 'o-1' })).status).toBe('paused');
