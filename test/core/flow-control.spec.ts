@@ -698,4 +698,26 @@ describe('flow control (embedded runtime)', () => {
     await settle(before);
     expect((await before.engine.get(first.runId))?.status).toBe('completed');
   });
+
+  it('a gathered run carries the tags of the start that stored it; list finds it by tag', async () => {
+    const t = setup();
+    const def = defineReactor(
+      'flow-tagged',
+      (r: ReactorBuilder<{ n: number }>) =>
+        r.step('work', ({ n }: { n: number }) => success(n), { n: r.input('n', { type: 'integer' }) }),
+      { debounce: { periodMs: 1_000 } },
+    );
+    t.engine.register(def);
+    const first = await t.engine.start(def, { n: 1 }, { tags: { tenant: 'acme' } });
+    const second = await t.engine.start(def, { n: 2 }, { tags: { tenant: 'globex' } });
+    expect(second.runId).toBe(first.runId);
+    expect((await t.engine.get(first.runId))?.tags).toEqual({ tenant: 'acme' });
+    const listed = await t.engine.list({ reactor: 'flow-tagged', tag: 'tenant=acme', limit: 10 });
+    expect(listed.runs.map((r) => r.runId)).toEqual([first.runId]);
+    await expect(t.engine.start(def, { n: 3 }, { tags: { 'bad key!': 'x' } })).rejects.toMatchObject({
+      code: 'CONFIGURATION_INVALID',
+    });
+    await advance(t, 1_000);
+    expect(await t.engine.get(first.runId)).toMatchObject({ status: 'completed', value: 2, tags: { tenant: 'acme' } });
+  });
 });

@@ -97,6 +97,7 @@ export class RunStarter {
    */
   private async gathered<O>(def: ReactorDefinition, input: unknown, options: RunOptions): Promise<RunOutcome<O>> {
     const { storage } = this.parts;
+    if (options.tags !== undefined) checkTags(`Reactor '${def.name}': option tags`, options.tags);
     // Starts that are gathered share one run: a given `runId` or `idempotencyKey` cannot name it,
     // so either one dedupes the start instead (an event delivered twice, a schedule's tick handled
     // twice): the same token again replays the first start, answering the gather's run id.
@@ -126,7 +127,7 @@ export class RunStarter {
       }
     }
     try {
-      return await this.gather<O>(def, input, startId, token);
+      return await this.gather<O>(def, input, startId, token, options.tags);
     } catch (error) {
       // Refused before it joined a gather (a key function that throws, an input JSON cannot hold):
       // the token is not the start's.
@@ -140,6 +141,7 @@ export class RunStarter {
     input: unknown,
     startId: string,
     token: string | undefined,
+    tags: Readonly<Record<string, string>> | undefined,
   ): Promise<RunOutcome<O>> {
     const flow = this.flow!;
     const { clock, storage, idempotencyWindowMs } = this.parts;
@@ -187,6 +189,8 @@ export class RunStarter {
       key: gathered.handle.key,
       at: gathered.handle.startAt,
     };
+    // The gather's run carries the tags of the start that stores it (the first one).
+    if (tags !== undefined && Object.keys(tags).length > 0) state.tags = { ...tags };
     // The first start to find the gather's run missing stores it and wakes it when it is due.
     const created = await storage.save(state, { createOnly: true });
     if (created || gathered.full)
