@@ -99,15 +99,22 @@ async function runIdsOn(
   return ids;
 }
 
-/** The replica of the master at `port`, by `CLUSTER REPLICAS` on that master. */
-async function replicaOf(port: number): Promise<{ host: string; port: number }> {
+/**
+ * The replica of the master at `port`, by `CLUSTER REPLICAS` on that master. After a failover the
+ * former master rejoins as the new master's replica a moment later: asked again until it is listed.
+ */
+async function replicaOf(port: number, timeoutMs = 15_000): Promise<{ host: string; port: number }> {
   const master = new Redis({ host: '127.0.0.1', port, maxRetriesPerRequest: 1 });
   try {
     const id = String(await master.call('CLUSTER', 'MYID'));
-    const [line] = (await master.call('CLUSTER', 'REPLICAS', id)) as string[];
-    const address = /^\S+ ([^:\s]+):(\d+)/.exec(line ?? '');
-    if (!address) throw new Error(`no replica of the master at port ${port}`);
-    return { host: address[1], port: Number(address[2]) };
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const [line] = (await master.call('CLUSTER', 'REPLICAS', id)) as string[];
+      const address = /^\S+ ([^:\s]+):(\d+)/.exec(line ?? '');
+      if (address) return { host: address[1], port: Number(address[2]) };
+      if (Date.now() > deadline) throw new Error(`no replica of the master at port ${port}`);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
   } finally {
     master.disconnect();
   }

@@ -85,7 +85,7 @@ describe('sample: credit approval over HTTP', () => {
     const timedOut = await kit.client.wait(paused.runId);
     expect(timedOut).toHaveFailedAt('approve');
     expect(timedOut.status === 'failed' && timedOut.failure.code).toBe('INTERRUPT_TIMED_OUT');
-    // A late answer finds no paused request under its id any more.
-    expect((await post({ approved: true, approver: 'grace' })).status).toBe(404);
+    // A late answer is refused: the request under its id timed out (its id is kept as long as the run).
+    expect((await post({ approved: true, approver: 'grace' })).status).toBe(409);
   });
 });
