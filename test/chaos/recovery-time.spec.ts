@@ -73,7 +73,12 @@ describe('chaos: recovery time after a worker dies (lease TTL + sweep interval; 
     report(`SIGKILL (leaseTtlMs ${LEASE_TTL_MS}, sweeper.intervalMs ${SWEEP_INTERVAL_MS}) -> completed`, elapsed);
     expect(elapsed).toBeGreaterThanOrEqual(EARLIEST_EXPIRY_MS);
     expect(elapsed).toBeLessThanOrEqual(bound);
-    expect(workerB.output).toMatch(/Recovery sweep re-enqueued 1 stalled run\b/);
+    // The sweep logs once it is over (after its other recoveries), which may be after the run completed.
+    await waitFor(async () => /Recovery sweep re-enqueued 1 stalled run\b/.test(workerB.output), {
+      timeoutMs: 5_000,
+      intervalMs: 50,
+      what: () => `the sweep's log line (B:\n${workerB.output})`,
+    });
     await expectFinishedOnce(runId);
   }, 90_000);
 
@@ -98,7 +103,12 @@ describe('chaos: recovery time after a worker dies (lease TTL + sweep interval; 
     );
     expect(elapsed).toBeGreaterThanOrEqual(EARLIEST_EXPIRY_MS);
     expect(elapsed).toBeLessThanOrEqual(bound);
-    expect(workerB.output).toMatch(/Recovery sweep re-enqueued 1 stalled run\b/);
+    // The sweep logs once it is over (after its other recoveries), which may be after the run completed.
+    await waitFor(async () => /Recovery sweep re-enqueued 1 stalled run\b/.test(workerB.output), {
+      timeoutMs: 5_000,
+      intervalMs: 50,
+      what: () => `the sweep's log line (B:\n${workerB.output})`,
+    });
     await expectFinishedOnce(runId);
   }, 90_000);
 });
