@@ -182,7 +182,10 @@ describe('a Redis Cluster failover while runs execute', () => {
       process.kill(pid, 'SIGKILL');
       // The survivors elect the replica once the master has been unreachable for cluster-node-timeout.
       const survivors = cluster.nodes.filter((node) => node.port !== master.port).map((node) => node.port);
-      await pollUntil(async () => (await ownerOfSlot(replica, queueSlot)).port === replica.port, 20_000);
+      await pollUntil(
+        async () => (await ownerOfSlot(replica, queueSlot).catch(() => undefined))?.port === replica.port,
+        20_000,
+      );
       await waitUntilClusterReadyOrDegraded(survivors);
 
       const outcomes = await Promise.all(runIds.map((runId) => client.wait(runId, { timeoutMs: 45_000 })));
