@@ -45,6 +45,9 @@ describe('ReactorHealthIndicator (nest-reactor/health) with terminus', () => {
       await app.get(Mailer).queue.add('send', { to: 'ada@example.com' });
       const started = await client.start(BackgroundAllReactor, { word: 'abc' });
       expect((await client.wait(started.runId, { timeoutMs: 10_000 })).status).toBe('completed');
+      // The run is stored completed a moment before BullMQ takes its job out of the active list.
+      const queue = app.get<RedisReactorRuntime>(REACTOR_RUNTIME).dispatcher.queue;
+      await pollUntil(async () => (await queue.getJobCounts('active')).active === 0, 5_000);
 
       const result = await check({ maxBacklog: 0 });
 
