@@ -137,6 +137,9 @@ local function checkpoint(record, leaseKey, index, runsKey, tagKeys, a, o)
     return -1
   end
 
+  -- What the write must know of the stored record, in one read: whether it is terminal, its
+  -- cancel request and whether it is marked broken.
+  local storedTerminal, cancel, broken = false, false, false
   if createOnly then
     if redis.call("EXISTS", record) == 1 then
       if mine() then
@@ -144,38 +147,46 @@ local function checkpoint(record, leaseKey, index, runsKey, tagKeys, a, o)
       end
       return 0
     end
-  elseif terminal == "0" and not reopen then
-    if redis.call("HGET", record, "terminal") == "1" then
+  else
+    local read = redis.call("HMGET", record, "terminal", "cancel", "broken")
+    storedTerminal, cancel, broken = read[1] == "1", read[2], read[3]
+    if terminal == "0" and not reopen and storedTerminal then
       return 2
     end
   end
 
-  local cancel = false
   if terminal == "1" then
-    redis.call("HDEL", record, "cancel")
-  else
-    cancel = redis.call("HGET", record, "cancel")
+    if cancel then
+      redis.call("HDEL", record, "cancel")
+    end
+    cancel = false
   end
   if full then
     redis.call("DEL", record)
     if cancel then
       redis.call("HSET", record, "cancel", cancel)
     end
+    broken = false
   end
+  -- The status, the terminal flag and the write's stamp go with the first chunk of fields: one HSET
+  -- for a checkpoint of up to CHUNK fields.
   local first, last = o + 12, o + 11 + s
-  for i = first, last, 2 * CHUNK do
+  local lastOfFirst = math.min(first + 2 * CHUNK - 1, last)
+  if stamp ~= "" then
+    redis.call("HSET", record, "status", status, "terminal", terminal, "w", stamp, unpack(a, first, lastOfFirst))
+  else
+    redis.call("HSET", record, "status", status, "terminal", terminal, unpack(a, first, lastOfFirst))
+    redis.call("HDEL", record, "w")
+  end
+  for i = lastOfFirst + 1, last, 2 * CHUNK do
     redis.call("HSET", record, unpack(a, i, math.min(i + 2 * CHUNK - 1, last)))
   end
   for i = last + 1, last + d, CHUNK do
     redis.call("HDEL", record, unpack(a, i, math.min(i + CHUNK - 1, last + d)))
   end
-  redis.call("HSET", record, "status", status, "terminal", terminal)
-  if stamp ~= "" then
-    redis.call("HSET", record, "w", stamp)
-  else
-    redis.call("HDEL", record, "w")
+  if broken then
+    redis.call("HDEL", record, "broken")
   end
-  redis.call("HDEL", record, "broken")
   -- The string as sent: a Lua number that large would be formatted with an exponent.
   redis.call("PEXPIRE", record, recordTtl)
 
