@@ -12,6 +12,7 @@ import {
   RESULT,
   TRACE,
   traceEntryOf,
+  unfoldResult,
   UNDO,
   withReferencedArguments,
 } from './run-record.codec';
@@ -46,6 +47,8 @@ export function salvageRecord(broken: RunState, fields: Record<string, string>, 
     else if (field.startsWith(RESULT) && Array.isArray(parsed) && typeof parsed[0] === 'number') {
       const step = field.slice(RESULT.length);
       if (parsed.length > 1) state.results[step] = parsed[1];
+      if (parsed.length > 2 && unfoldResult(step, parsed[2], trace as Array<[number, unknown]>))
+        state.attempts[step] ??= 1;
       order.push([parsed[0], step]);
     } else if (
       field.startsWith(UNDO) &&

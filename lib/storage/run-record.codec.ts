@@ -12,10 +12,10 @@
  * | `head`       | progress: status, value, failure, halt, plans, and `updatedAt` as of that write (JSON) | when more than the time changes |
  * | `at`         | `updatedAt` (ms): read in place of the one in `head`       | every checkpoint   |
  * | `inputs`     | the validated inputs (JSON)                                | once               |
- * | `r:<step>`   | `[seq]` or `[seq, value]`: a finished step's result, `seq` its place in `completed` | once |
+ * | `r:<step>`   | `[seq]`, `[seq, value]` or `[seq, value, folded]`: a finished step's result, `seq` its place in `completed`; `folded` its first `run` and its `complete` trace entries and an attempt count of 1, when they are written with it (see {@link foldedWithResult}) | once |
  * | `u:<n>`      | `[step, args]`: entry `n` of the undo stack (its result is `r:<step>`) | on push; deleted on pop |
- * | `t:<n>`      | trace entry `n`: `[type, step, at, {rest}?]` (an argument that is a stored result or input is a reference to it) | once |
- * | `a:<step>`   | attempts made at the step                                   | when it changes    |
+ * | `t:<n>`      | trace entry `n`: `[type, step, at, {rest}?]` (an argument that is a stored result or input is a reference to it); none for an entry folded into a result | once |
+ * | `a:<step>`   | attempts made at the step (a count of 1 may be folded into its result instead) | when it changes |
  * | `c:<step>`   | a composed child's whole state (JSON)                      | when it changes    |
  * | `m:<step>`   | a map step's record (JSON)                                 | when it changes    |
  * | `tags`       | the run's tags (JSON object), absent when it has none      | when they change   |
@@ -184,18 +184,28 @@ export function encodeDelta(
       if (typeof value === 'object' && value !== null) stored.push([value, INPUT_REF + name]);
     }
   }
+  // Trace entries written with a step's result instead of in fields of their own (their positions),
+  // and the steps whose attempt count of 1 is (DD-speed22-8).
+  const folded = new Set<number>();
+  const foldedAttempts: string[] = [];
   for (let seq = w.completed; seq < state.completed.length; seq++) {
     const step = state.completed[seq];
     const value = state.results[step];
     const field = RESULT + step;
     if (typeof value === 'object' && value !== null) stored.push([value, field]);
-    // `[seq]` or `[seq, value]`, without an array made to write it.
+    // `[seq]`, `[seq, value]` or `[seq, value, folded]`, without an array made to write it.
     // (A value JSON writes nothing for is `null` in an array, as JSON.stringify([seq, value]) writes it.)
     const encoded =
       value === undefined
         ? undefined
         : ((json(value, { resultOf: step }, step, value) as string | undefined) ?? 'null');
-    put(field, encoded === undefined ? `[${seq}]` : `[${seq},${encoded}]`, false);
+    if (encoded === undefined) {
+      put(field, `[${seq}]`, false);
+      continue;
+    }
+    const extra = sealRun ? '' : foldedWithResult(state, step, w.trace, w.attempts.get(step), refOf, folded);
+    if (extra !== '' && state.attempts[step] === 1 && w.attempts.get(step) !== 1) foldedAttempts.push(step);
+    put(field, `[${seq},${encoded}${extra}]`, false);
   }
   // `head` only when more than the time changed (the time is `at`, written every time); a value
   // that is a stored result is a reference to it.
@@ -220,6 +230,7 @@ export function encodeDelta(
     pushed.push({ entry, bytes: put(UNDO + n, sealed(UNDO + n, value, sealEntry), false) });
   }
   for (let n = w.trace; n < state.trace.length; n++) {
+    if (folded.has(n)) continue;
     const field = TRACE + n;
     // Inline arguments of a sealed run may hold its inputs in clear: sealed like the inputs (the
     // arguments alone, so the entry stays JSON for every reader).
@@ -227,9 +238,10 @@ export function encodeDelta(
     put(field, traceJson(state.trace[n], refOf, seal), false);
   }
   const attempts: Array<[string, number]> = [];
+  for (const step of foldedAttempts) attempts.push([step, 1]);
   for (const step in state.attempts) {
     const count = state.attempts[step];
-    if (w.attempts.get(step) === count) continue;
+    if (w.attempts.get(step) === count || (count === 1 && foldedAttempts.includes(step))) continue;
     put(ATTEMPTS + step, String(count), true);
     attempts.push([step, count]);
   }
@@ -327,6 +339,7 @@ export function decodeRecord(
   const order: Array<[number, string]> = [];
   const undo: Array<[number, string, Record<string, unknown>, number]> = [];
   const trace: Array<[number, unknown]> = [];
+  const foldedAttempts: string[] = [];
   const sizes = new Map<string, number>();
   let updatedAt: number | undefined;
   const maps: Record<string, unknown> = {};
@@ -349,10 +362,15 @@ export function decodeRecord(
       size(field, value, true);
     } else if (field.startsWith(RESULT)) {
       const step = field.slice(RESULT.length);
-      const [seq, ...rest] = parse(runId, field, value) as [number, unknown?];
+      const [seq, ...rest] = parse(runId, field, value) as [number, unknown?, unknown?];
       if (rest.length > 0) results[step] = rest[0];
-      // The size of the result's JSON, for a trace entry that refers to it (`[seq,` and `]` off).
-      if (typeof rest[0] === 'object' && rest[0] !== null) sizes.set(field, value.length - String(seq).length - 3);
+      if (rest.length > 1) {
+        // Trace entries and an attempt count written with the result (its size is measured when needed).
+        if (unfoldResult(step, rest[1], trace)) foldedAttempts.push(step);
+      } else if (typeof rest[0] === 'object' && rest[0] !== null) {
+        // The size of the result's JSON, for a trace entry that refers to it (`[seq,` and `]` off).
+        sizes.set(field, value.length - String(seq).length - 3);
+      }
       order.push([seq, step]);
       size(field, value, false);
     } else if (field.startsWith(UNDO)) {
@@ -387,6 +405,13 @@ export function decodeRecord(
       written.maps.set(step, json);
       size(field, value, true);
     }
+  }
+  // An attempt count written with a result, unless a field of its own says otherwise.
+  const attemptsRead = assembled.attempts as Record<string, number>;
+  for (const step of foldedAttempts) {
+    if (attemptsRead[step] !== undefined) continue;
+    attemptsRead[step] = 1;
+    written.attempts.set(step, 1);
   }
   order.sort((a, b) => a[0] - b[0]);
   assembled.completed = order.map(([, step]) => step);
@@ -520,7 +545,19 @@ function compactTraceJson(
   refOf: (value: object) => string | undefined,
   seal?: (json: string) => string,
 ): string {
-  let out = `[${JSON.stringify(entry.type)},${JSON.stringify(entry.step)},${entry.at}`;
+  const rest = traceRestJson(entry, refOf, seal);
+  return `[${JSON.stringify(entry.type)},${JSON.stringify(entry.step)},${entry.at}${rest === '' ? '' : `,{${rest}}`}]`;
+}
+
+/**
+ * The fields of a trace entry other than `type`, `step` and `at`, as the inside of a JSON object
+ * (`'"attempt":1,"arguments":{...},"refs":{...}'`, or `''` when it has none); see {@link compactTraceJson}.
+ */
+function traceRestJson(
+  entry: TraceEntry,
+  refOf: (value: object) => string | undefined,
+  seal?: (json: string) => string,
+): string {
   let rest = '';
   let refs = '';
   for (const key in entry) {
@@ -546,8 +583,85 @@ function compactTraceJson(
     if (json !== undefined) rest += `${rest === '' ? '' : ','}${JSON.stringify(key)}:${json}`;
   }
   if (refs !== '') rest += `${rest === '' ? '' : ','}"refs":{${refs}}`;
-  if (rest !== '') out += `,{${rest}}`;
-  return `${out}]`;
+  return rest;
+}
+
+/**
+ * What a step's result field carries besides its result, when the step's first `run` trace entry,
+ * its `complete` entry and an attempt count of 1 are written with it instead of in fields of their
+ * own (DD-speed22-8): `,[attempts, runAt?, runPosition, runRest, completePosition, completeAt]`
+ * (positions -1 for an entry not folded), or `''` when nothing is folded. Only entries of this
+ * delta are folded (`from` on), only plain ones (a first attempt's `run` with its arguments, a bare
+ * `complete`), only in a run whose arguments are not sealed; `folded` collects their positions.
+ */
+function foldedWithResult(
+  state: RunState,
+  step: string,
+  from: number,
+  attemptsWritten: number | undefined,
+  refOf: (value: object) => string | undefined,
+  folded: Set<number>,
+): string {
+  let runAt = -1;
+  let runPosition = -1;
+  let runRest = '';
+  let completePosition = -1;
+  let completeAt = 0;
+  const trace = state.trace;
+  for (let n = from; n < trace.length; n++) {
+    const entry = trace[n];
+    if (entry.step !== step) continue;
+    if (entry.type === 'run' && runPosition < 0 && entry.attempt === 1 && plainEntry(entry, RUN_KEYS)) {
+      let rest: string;
+      try {
+        rest = traceRestJson(entry, refOf);
+      } catch {
+        continue; // written on its own, with `'[not storable]'` in place of its arguments
+      }
+      // A large entry is written on its own, as a summary (see traceJson).
+      if (rest.length + step.length + 32 > TRACE_ENTRY_LIMIT) continue;
+      runPosition = n;
+      runAt = entry.at;
+      runRest = rest;
+    } else if (entry.type === 'complete' && completePosition < 0 && plainEntry(entry, COMPLETE_KEYS)) {
+      completePosition = n;
+      completeAt = entry.at;
+    }
+  }
+  const attempts = state.attempts[step] === 1 && attemptsWritten !== 1 ? 1 : 0;
+  if (attempts === 0 && runPosition < 0 && completePosition < 0) return '';
+  if (runPosition >= 0) folded.add(runPosition);
+  if (completePosition >= 0) folded.add(completePosition);
+  return `,[${attempts},${runPosition},${runPosition < 0 ? 0 : runAt},${runPosition < 0 ? 0 : `{${runRest}}`},${completePosition},${completeAt}]`;
+}
+
+const RUN_KEYS = new Set(['type', 'step', 'at', 'attempt', 'arguments']);
+const COMPLETE_KEYS = new Set(['type', 'step', 'at']);
+
+/** Whether `entry` has no field outside `keys` (other than ones left undefined). */
+function plainEntry(entry: TraceEntry, keys: ReadonlySet<string>): boolean {
+  for (const key in entry) {
+    if (!keys.has(key) && (entry as unknown as Record<string, unknown>)[key] !== undefined) return false;
+  }
+  return typeof entry.at === 'number';
+}
+
+/**
+ * The trace entries and attempt count a result field carries (see {@link foldedWithResult}): its
+ * entries are pushed to `trace` at their positions; returns whether it holds an attempt count of 1.
+ * Anything else is ignored (a field written before folding has no third element).
+ */
+export function unfoldResult(step: string, extra: unknown, trace: Array<[number, unknown]>): boolean {
+  if (!Array.isArray(extra) || extra.length < 6) return false;
+  const [attempts, runPosition, runAt, runRest, completePosition, completeAt] = extra as unknown[];
+  if (typeof runPosition === 'number' && runPosition >= 0)
+    trace.push([
+      runPosition,
+      { type: 'run', step, at: runAt, ...(typeof runRest === 'object' && runRest !== null ? runRest : {}) },
+    ]);
+  if (typeof completePosition === 'number' && completePosition >= 0)
+    trace.push([completePosition, { type: 'complete', step, at: completeAt }]);
+  return attempts === 1;
 }
 
 /** A stored trace entry as an object: an array (`[type, step, at, rest?]`) or, written before it, an object. */

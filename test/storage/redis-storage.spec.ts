@@ -87,7 +87,8 @@ describe('RedisReactorStorage: a broken record keeps what can be read', () => {
   it('markBroken of a record with one unreadable field keeps every other field: inputs, results, undo stack', async () => {
     const state = makeRunState({ reactorName: 'import' });
     await storage.save(state);
-    await redis.hset(keys.runKey(state.runId), 't:0', '{"type": "run", garbage');
+    // An entry after the step's own (its `run` entry is written with its result): unreadable.
+    await redis.hset(keys.runKey(state.runId), 't:1', '{"type": "run", garbage');
     await expect(storage.load(state.runId)).rejects.toMatchObject({ code: 'CORRUPT_RECORD' });
 
     await storage.markBroken(state.runId, undefined, { code: 'CORRUPT_RECORD', message: 'unreadable trace entry' });
@@ -100,7 +101,7 @@ describe('RedisReactorStorage: a broken record keeps what can be read', () => {
       results: state.results,
       completed: state.completed,
       undoStack: state.undoStack,
-      trace: [],
+      trace: state.trace,
     });
   });
 });
@@ -124,7 +125,7 @@ describe('RedisReactorStorage: a run key of another type', () => {
 });
 
 describe('RedisReactorStorage: keys, TTLs and index', () => {
-  it('stores a run as a hash: its identity, its progress and time, the inputs, a field per result, undo entry, trace entry and attempt count, status and terminal flag', async () => {
+  it('stores a run as a hash: its identity, its progress and time, the inputs, a field per result (with its first `run` trace entry and attempt count of 1), undo entry, status and terminal flag', async () => {
     const state = makeRunState();
     await storage.save(state);
     const { inputs, results, completed, undoStack, attempts, trace, children, ...header } = state;
@@ -138,15 +139,37 @@ describe('RedisReactorStorage: keys, TTLs and index', () => {
       head: JSON.stringify({ ...progress, updatedAt }),
       at: String(updatedAt),
       inputs: JSON.stringify(inputs),
-      'r:reserve': JSON.stringify([0, results.reserve]),
+      // The step's first `run` entry (position 0, its time, the rest by name), no `complete` entry
+      // yet (-1), and its attempt count of 1 are written with its result (DD-speed22-8).
+      'r:reserve': JSON.stringify([0, results.reserve, [1, 0, at, rest, -1, 0]]),
       'u:0': JSON.stringify([undoStack[0].step, undoStack[0].args]),
-      'a:reserve': String(attempts.reserve),
-      // A trace entry's type, step and time by position, the rest by name.
-      't:0': JSON.stringify([type, step, at, rest]),
       status: 'running',
       terminal: '0',
     });
     expect(await redis.zscore(keys.activeIndexKeyOf(state.runId), state.runId)).toBe(String(state.updatedAt));
+    expect({ type, step, attempts }).toEqual({ type: 'run', step: 'reserve', attempts: { reserve: 1 } });
+    // A reader of the previous version takes the result as the second element and ignores the third.
+    const [, value] = JSON.parse((await redis.hget(keys.runKey(state.runId), 'r:reserve'))!) as unknown[];
+    expect(value).toEqual(results.reserve);
+  });
+
+  it('reads a record written before trace entries and attempts were folded into results: the same run', async () => {
+    const state = makeRunState();
+    await storage.save(state);
+    const record = keys.runKey(state.runId);
+    const { type, step, at, ...rest } = state.trace[0];
+    // The previous layout: the result alone, the trace entry and the attempt count in fields of their own.
+    await redis.hset(record, {
+      'r:reserve': JSON.stringify([0, state.results.reserve]),
+      't:0': JSON.stringify([type, step, at, rest]),
+      'a:reserve': '1',
+    });
+    const read = await storage.load(state.runId);
+    expect(read).toEqual(state);
+    // And an attempt count of its own wins over one written with the result.
+    await redis.hset(record, 'r:reserve', JSON.stringify([0, state.results.reserve, [1, -1, 0, 0, -1, 0]]));
+    await redis.hset(record, 'a:reserve', '3');
+    expect((await storage.load(state.runId))?.attempts).toEqual({ reserve: 3 });
   });
 
   it('re-stamps the retention TTL on every write and refreshes the lease PX', async () => {
