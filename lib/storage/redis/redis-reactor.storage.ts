@@ -66,7 +66,8 @@ export interface RedisReactorStorageOptions {
 
 /**
  * {@link ReactorStorage} on Redis. Each run is a HASH in its shard's slot: a small header, the
- * inputs, a field per step result, undo entry, trace entry and attempt count, and `status`,
+ * inputs, a field per step result, undo entry, trace entry and attempt count (a step's plain trace
+ * entries and an attempt count of 1 are folded into its result's field), and `status`,
  * `terminal` and `broken` beside them (see `run-record.codec.ts` and {@link RedisKeys}). A save
  * writes only the fields that changed since this adapter last wrote or read the same state
  * object, so its cost does not grow with the length of the run.
