@@ -239,11 +239,22 @@ export function encodeDelta(
   }
   const attempts: Array<[string, number]> = [];
   for (const step of foldedAttempts) attempts.push([step, 1]);
-  for (const step in state.attempts) {
+  const attemptOf = (step: string): void => {
     const count = state.attempts[step];
-    if (w.attempts.get(step) === count || (count === 1 && foldedAttempts.includes(step))) continue;
+    if (count === undefined || w.attempts.get(step) === count) return;
+    for (const [done] of attempts) if (done === step) return;
     put(ATTEMPTS + step, String(count), true);
     attempts.push([step, count]);
+  };
+  if (full) {
+    for (const step in state.attempts) attemptOf(step);
+  } else {
+    // An attempt is recorded with its `run` trace entry (RunState.attempts): only the steps this
+    // delta's `run` entries name can have a new count, so a checkpoint does not read every step's.
+    for (let n = w.trace; n < state.trace.length; n++) {
+      const entry = state.trace[n];
+      if (entry.type === 'run') attemptOf(entry.step);
+    }
   }
   const children = changed(state.runId, state.children, w.children, CHILD, (field, value, child) =>
     put(field, sealed(field, value, sealRun || child.encryptInputs), true),
@@ -454,6 +465,10 @@ function diffable(state: RunState, written: Written): boolean {
 
 /** How many entries at the bottom of the stored undo stack are still the state's. */
 function commonUndo(stored: Written['undo'], current: readonly UndoEntry[]): number {
+  // The stack changes at its top (a push, a pop) or is replaced by another state's: when the stored
+  // top entry is still in its place, so is every entry below it, and the stack is not read through.
+  const top = stored.length - 1;
+  if (top >= 0 && top < current.length && stored[top].entry === current[top]) return stored.length;
   let n = 0;
   while (n < stored.length && n < current.length && stored[n].entry === current[n]) n++;
   return n;

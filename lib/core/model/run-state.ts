@@ -135,7 +135,10 @@ export interface RunState {
   completed: string[];
   /** Completed steps that rollback must undo, oldest first. */
   undoStack: UndoEntry[];
-  /** Attempts made per step. */
+  /**
+   * Attempts made per step. An attempt is recorded together with its `run` trace entry (the
+   * storage adapters write the counts of the steps a checkpoint's new `run` entries name).
+   */
   attempts: Record<string, number>;
   trace: TraceEntry[];
   /** States of composed children, by compose step name. */
