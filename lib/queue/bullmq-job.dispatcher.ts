@@ -62,9 +62,11 @@ export class BullMqJobDispatcher implements JobDispatcher {
   readonly queue: Queue;
   private readonly ownsQueue: boolean;
   private readonly routed?: ReactorQueues;
-  private readonly attempts: number;
-  private readonly backoffMs: number;
-  private readonly keep: ReactorJobOptions;
+  /**
+   * The options of a job without delay or priority, built once: BullMQ copies a job's options
+   * (`{ ...queue defaults, ...opts }`) and never writes to them or to their nested objects.
+   */
+  private readonly baseOptions: JobsOptions;
   /** Job spans: system `bullmq`, the queue each job goes to (its reactor's route). */
   readonly messaging: JobMessaging = bullMqMessaging((job) => this.routeOf(job.reactorName).queue);
 
@@ -93,9 +95,14 @@ export class BullMqJobDispatcher implements JobDispatcher {
       this.queue = new Queue(queueName ?? REACTOR_QUEUE_NAME, { connection, prefix });
       this.ownsQueue = true;
     }
-    this.attempts = (options.jobRetryCount ?? 3) + 1;
-    this.backoffMs = options.backoffMs ?? JOB_BACKOFF_BASE_MS;
-    this.keep = { ...DEFAULT_JOB_OPTIONS, ...options.jobOptions };
+    const attempts = (options.jobRetryCount ?? 3) + 1;
+    const backoffMs = options.backoffMs ?? JOB_BACKOFF_BASE_MS;
+    this.baseOptions = {
+      ...DEFAULT_JOB_OPTIONS,
+      ...options.jobOptions,
+      attempts,
+      backoff: { type: 'exponential', delay: backoffMs },
+    };
   }
 
   /**
@@ -144,12 +151,9 @@ export class BullMqJobDispatcher implements JobDispatcher {
   }
 
   private jobOptions(delayMs = 0, priority?: number): JobsOptions {
-    const options: JobsOptions = {
-      ...this.keep,
-      attempts: this.attempts,
-      backoff: { type: 'exponential', delay: this.backoffMs },
-    };
     const delay = Math.max(0, Math.ceil(delayMs));
+    if (delay <= 0 && priority === undefined) return this.baseOptions;
+    const options: JobsOptions = { ...this.baseOptions };
     if (delay > 0) options.delay = delay;
     if (priority !== undefined) options.priority = priority;
     return options;

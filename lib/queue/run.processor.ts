@@ -49,8 +49,11 @@ export class RunProcessor extends WorkerHost implements ReactorWorkerHost {
   private current: RunWorkerState = 'idle';
   private active = 0;
   private lettingGo = false;
-  private letGo!: () => void;
-  private readonly letGoSignal = new Promise<void>((resolve) => (this.letGo = resolve));
+  /**
+   * What lets go of each job in hand (its `process` resolves at once): called when the shutdown's
+   * grace has passed. One entry per job, removed when the job settles (nothing accumulates).
+   */
+  private readonly inHand = new Set<() => void>();
   private stopping?: Promise<void>;
   /** The workers of the named queues, built at start. */
   private readonly namedWorkers: Worker[] = [];
@@ -130,14 +133,32 @@ export class RunProcessor extends WorkerHost implements ReactorWorkerHost {
     // NOTE: a plain Error: it only tells BullMQ to retry the job elsewhere; the application never sees it.
     if (this.lettingGo) throw new Error(messages.workerShuttingDown());
     this.active++;
-    const work = Promise.resolve()
-      .then(() => handler(deliveredJob(job)))
-      .finally(() => this.active--);
-    work.catch((error: unknown) => {
-      // After a forced shutdown nobody awaits the job any more: say what happened to the run.
-      if (this.lettingGo) this.logger.warn(messages.abandonedJobFailed(job.data.runId, error));
+    const work = this.handle(handler, job);
+    // Settles with the job, or at once when the shutdown lets go of the jobs in hand.
+    await new Promise<void>((resolve, reject) => {
+      this.inHand.add(resolve);
+      work.then(
+        () => {
+          this.inHand.delete(resolve);
+          resolve();
+        },
+        (error: unknown) => {
+          this.inHand.delete(resolve);
+          // After a forced shutdown nobody awaits the job any more: say what happened to the run.
+          if (this.lettingGo) this.logger.warn(messages.abandonedJobFailed(job.data.runId, error));
+          reject(error);
+        },
+      );
     });
-    await Promise.race([work, this.letGoSignal]);
+  }
+
+  /** Hand the job to the engine; counted in {@link activeJobs} until it settles. */
+  private async handle(handler: JobHandler, job: Job<ReactorJob>): Promise<void> {
+    try {
+      await handler(deliveredJob(job));
+    } finally {
+      this.active--;
+    }
   }
 
   /** A job failed an attempt; after its last one, the run is marked failed. */
@@ -186,7 +207,8 @@ export class RunProcessor extends WorkerHost implements ReactorWorkerHost {
     if (!(await settlesWithin(closing, graceMs))) {
       this.logger.warn(messages.shutdownGraceExpired(this.active, graceMs));
       this.lettingGo = true;
-      this.letGo();
+      for (const letGo of this.inHand) letGo();
+      this.inHand.clear();
       if (!(await settlesWithin(closing, graceMs))) {
         this.logger.warn(messages.cleanupFailed('close the BullMQ worker in time', 'it is still closing'));
       }

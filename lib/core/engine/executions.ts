@@ -235,7 +235,8 @@ export class Executions {
   /**
    * Execute a run whose lease is held; the lease is released by the final save or here. The
    * reactor's coordination is taken first (unless the caller took it: `holding`) and given back when
-   * the execution ends.
+   * the execution ends. Resolves to the caller-facing outcome; a worker's (its job resolves to
+   * nothing) is the execution's own, without the view's reading of a map value or a sleep.
    * @throws CoordinationContendedError when its lock, semaphore or rate limit is contended (the
    *   lease is released; the run is as it was).
    */
@@ -279,8 +280,11 @@ export class Executions {
       // An async unit that finished resumes the run that dispatched it (its readers wait for it).
       if (isTerminal(state.status)) await this.ended(state);
       if (mode === 'worker' && outcome.status === 'failed') this.logFailure(outcome.failure, state.runId);
-      // A completed run's map value, a sleeping run's wake-up time: read through the view.
-      return outcome.status === 'completed' || outcome.status === 'dispatched' ? this.view.outcome(state) : outcome;
+      // A completed run's map value, a sleeping run's wake-up time: read through the view, for a
+      // caller (a worker's job resolves to nothing: the outcome is read from storage).
+      return mode === 'caller' && (outcome.status === 'completed' || outcome.status === 'dispatched')
+        ? this.view.outcome(state)
+        : outcome;
     } catch (error) {
       if (error instanceof ContextTooLargeError) {
         // Even the failure cannot be stored at full size: keep a minimal failed record.
