@@ -4,27 +4,16 @@ import type { Redis } from 'ioredis';
 import { RedisCoordinationStore, RedisKeys, SCRIPT_FILES, type ScriptName } from '../../lib/storage/redis';
 import { resolveScriptsDir } from '../../lib/storage/redis/redis-scripts';
 import { describeCoordinationStoreConformance } from '../conformance/coordination-store.conformance';
-import { cleanupPrefix, createTestRedis, redisUrl, uniquePrefix } from '../setup/redis';
+import { cleanupPrefix, redisUrl } from '../setup/redis';
+import { redisSpecFile, redisTimeMs, scriptKeys, storedKeys as storedKeysUnder } from '../support/redis-spec-file';
 import { crc16, keySlot } from './key-slot';
 import { RedisMonitor } from './redis-monitor';
 
-let redis: Redis;
-const filePrefix = uniquePrefix('redis-coordination-conformance').replace(/:$/, '');
-let counter = 0;
-const clients: Redis[] = [];
-
-beforeAll(() => {
-  redis = createTestRedis();
-});
-afterAll(async () => {
-  await cleanupPrefix(redis, filePrefix);
-  for (const client of clients) client.disconnect();
-  await redis.quit();
-});
+const { redis, nextPrefix, client: newClient, itLeavesNoKeysBehind } = redisSpecFile('redis-coordination-conformance');
 
 /** A Redis coordination store under a fresh prefix per test; time is Redis's own (real short TTLs). */
 describeCoordinationStoreConformance('redis', () => {
-  const prefix = `${filePrefix}:${++counter}`;
+  const prefix = nextPrefix();
   return {
     store: new RedisCoordinationStore(redis, { keys: new RedisKeys({ prefix }) }),
     shortMs: 200,
@@ -45,7 +34,7 @@ describe('RedisCoordinationStore: keys, slots, TTLs, time and round trips', () =
   });
   afterAll(() => monitor.close());
   beforeEach(() => {
-    prefix = `${filePrefix}:own${++counter}`;
+    prefix = nextPrefix('own');
     keys = new RedisKeys({ prefix });
     store = new RedisCoordinationStore(redis, { keys });
   });
@@ -54,22 +43,11 @@ describe('RedisCoordinationStore: keys, slots, TTLs, time and round trips', () =
   });
 
   const names = (commands: string[][]) => commands.map((c) => c[0].toLowerCase());
-  /** Keys of an EVAL/EVALSHA: [name, script|sha, numkeys, ...keys, ...args]. */
-  const scriptKeys = (command: string[]) => command.slice(3, 3 + Number(command[2]));
   /** The hash tag of a primitive's keys: `<kind>:<URI-encoded name>`. */
   const tag = (kind: string, name: string) => `${kind}:${encodeURIComponent(name)}`;
   const slotOf = (kind: string, name: string) => crc16(Buffer.from(tag(kind, name))) % 16384;
 
-  async function storedKeys(): Promise<string[]> {
-    const found: string[] = [];
-    let cursor = '0';
-    do {
-      const [next, batch] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
-      cursor = next;
-      found.push(...batch);
-    } while (cursor !== '0');
-    return found.sort();
-  }
+  const storedKeys = () => storedKeysUnder(redis, prefix);
 
   /** Use every primitive once on `name`, leaving each of its keys in place. */
   async function useAll(name: string): Promise<void> {
@@ -117,8 +95,7 @@ describe('RedisCoordinationStore: keys, slots, TTLs, time and round trips', () =
   });
 
   it('runs every operation as one command, each script on keys of one slot', async () => {
-    const client = createTestRedis();
-    clients.push(client);
+    const client = newClient();
     const own = new RedisCoordinationStore(client, { keys });
     const name = 'jobs:{7}';
     const window = [{ windowMs: 60_000, limit: 10 }];
@@ -194,10 +171,7 @@ describe('RedisCoordinationStore: keys, slots, TTLs, time and round trips', () =
   });
 
   it('reads the time from Redis: now() is TIME, and rate windows are indexed by it', async () => {
-    const time = async () => {
-      const [s, us] = await redis.time();
-      return Number(s) * 1000 + Math.floor(Number(us) / 1000);
-    };
+    const time = () => redisTimeMs(redis);
     const before = await time();
     const now = await store.now();
     const after = await time();
@@ -216,19 +190,11 @@ describe('RedisCoordinationStore: keys, slots, TTLs, time and round trips', () =
   });
 
   /** Every command `client` sent, and every command its scripts ran, while `action` ran. */
-  async function withScriptCommands(client: Redis, action: () => Promise<unknown>) {
-    const from = monitor.commands.length;
-    const sent = await monitor.commandsOf(client, action);
-    const inside = monitor.commands
-      .slice(from)
-      .filter((c) => c.source === 'lua' && c.args.slice(1).some((a) => a.startsWith(`${prefix}:`)))
-      .map((c) => c.args);
-    return { sent, inside };
-  }
+  const withScriptCommands = (client: Redis, action: () => Promise<unknown>) =>
+    monitor.withScriptCommands(client, prefix, action);
 
   it('rateConsume declares every key it touches in KEYS (issue 26): the GET, INCR and PEXPIRE keys are all declared', async () => {
-    const client = createTestRedis();
-    clients.push(client);
+    const client = newClient();
     const own = new RedisCoordinationStore(client, { keys });
     const windows = [
       { windowMs: 60_000, limit: 2 },
@@ -256,8 +222,7 @@ describe('RedisCoordinationStore: keys, slots, TTLs, time and round trips', () =
   });
 
   it('rateConsume on a process whose clock is an hour off: a miss touches nothing, teaches the offset, and counts in the window of Redis time', async () => {
-    const client = createTestRedis();
-    clients.push(client);
+    const client = newClient();
     const own = new RedisCoordinationStore(client, { keys });
     const real = Date.now.bind(Date);
     const skew = jest.spyOn(Date, 'now').mockImplementation(() => real() + 3_600_000);
@@ -302,7 +267,4 @@ function escape(text: string): string {
 }
 
 // Runs after the suites above (declaration order): every test cleaned up after itself.
-it('leaves no keys of its tests behind in Redis', async () => {
-  const [, found] = await redis.scan('0', 'MATCH', `${filePrefix}:*`, 'COUNT', 10_000);
-  expect(found).toEqual([]);
-});
+itLeavesNoKeysBehind();

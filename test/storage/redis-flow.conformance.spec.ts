@@ -4,27 +4,16 @@ import type { Redis } from 'ioredis';
 import { RedisFlowStore, RedisKeys, SCRIPT_FILES, type ScriptName } from '../../lib/storage/redis';
 import { resolveScriptsDir } from '../../lib/storage/redis/redis-scripts';
 import { describeFlowStoreConformance } from '../conformance/flow-store.conformance';
-import { cleanupPrefix, createTestRedis, redisUrl, uniquePrefix } from '../setup/redis';
+import { cleanupPrefix, redisUrl } from '../setup/redis';
+import { redisSpecFile, redisTimeMs, scriptKeys, storedKeys as storedKeysUnder } from '../support/redis-spec-file';
 import { crc16, keySlot } from './key-slot';
 import { RedisMonitor } from './redis-monitor';
 
-let redis: Redis;
-const filePrefix = uniquePrefix('redis-flow-conformance').replace(/:$/, '');
-let counter = 0;
-const clients: Redis[] = [];
-
-beforeAll(() => {
-  redis = createTestRedis();
-});
-afterAll(async () => {
-  await cleanupPrefix(redis, filePrefix);
-  for (const client of clients) client.disconnect();
-  await redis.quit();
-});
+const { redis, nextPrefix, client: newClient, itLeavesNoKeysBehind } = redisSpecFile('redis-flow-conformance');
 
 /** A Redis flow store under a fresh prefix per test; time is Redis's own (real short periods). */
 describeFlowStoreConformance('redis', () => {
-  const prefix = `${filePrefix}:${++counter}`;
+  const prefix = nextPrefix();
   return {
     store: new RedisFlowStore(redis, { keys: new RedisKeys({ prefix }) }),
     shortMs: 200,
@@ -47,7 +36,7 @@ describe('RedisFlowStore: keys, slots, bounds, TTLs, time and round trips', () =
   });
   afterAll(() => monitor.close());
   beforeEach(() => {
-    prefix = `${filePrefix}:own${++counter}`;
+    prefix = nextPrefix('own');
     keys = new RedisKeys({ prefix });
     store = new RedisFlowStore(redis, { keys });
   });
@@ -59,19 +48,8 @@ describe('RedisFlowStore: keys, slots, bounds, TTLs, time and round trips', () =
   const keyTag = (reactor: string, key: string) => `flow:${encodeURIComponent(reactor)}:${encodeURIComponent(key)}`;
   const indexTag = (reactor: string) => `flow:${encodeURIComponent(reactor)}`;
   const slotOfTag = (tag: string) => crc16(Buffer.from(tag)) % 16384;
-  /** Keys of an EVAL/EVALSHA: [name, script|sha, numkeys, ...keys, ...args]. */
-  const scriptKeys = (command: string[]) => command.slice(3, 3 + Number(command[2]));
 
-  async function storedKeys(): Promise<string[]> {
-    const found: string[] = [];
-    let cursor = '0';
-    do {
-      const [next, batch] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
-      cursor = next;
-      found.push(...batch);
-    } while (cursor !== '0');
-    return found.sort();
-  }
+  const storedKeys = () => storedKeysUnder(redis, prefix);
 
   /** Use every operation once on (reactor, key), leaving each of its structures in place. */
   async function useAll(reactor: string, key: string): Promise<void> {
@@ -127,19 +105,11 @@ describe('RedisFlowStore: keys, slots, bounds, TTLs, time and round trips', () =
   });
 
   /** Every command `client` sent, and every command its scripts ran, while `action` ran. */
-  async function withScriptCommands(client: Redis, action: () => Promise<unknown>) {
-    const from = monitor.commands.length;
-    const sent = await monitor.commandsOf(client, action);
-    const inside = monitor.commands
-      .slice(from)
-      .filter((c) => c.source === 'lua' && c.args.slice(1).some((a) => a.startsWith(`${prefix}:`)))
-      .map((c) => c.args);
-    return { sent, inside };
-  }
+  const withScriptCommands = (client: Redis, action: () => Promise<unknown>) =>
+    monitor.withScriptCommands(client, prefix, action);
 
   it('(a) runs each operation as one script on keys of one slot (the index apart), touching only declared keys', async () => {
-    const client = createTestRedis();
-    clients.push(client);
+    const client = newClient();
     const own = new RedisFlowStore(client, { keys });
     const [reactor, key] = ['r{1}', 'k:{2}'];
     const slot = slotOfTag(keyTag(reactor, key));
@@ -230,8 +200,7 @@ describe('RedisFlowStore: keys, slots, bounds, TTLs, time and round trips', () =
   });
 
   it('(b) 50 parallel enters with limit 3 from 5 connections admit exactly 3 and queue 47 at distinct FIFO positions', async () => {
-    const connections = Array.from({ length: 5 }, () => createTestRedis());
-    clients.push(...connections);
+    const connections = Array.from({ length: 5 }, () => newClient());
     const stores = connections.map((c) => new RedisFlowStore(c, { keys }));
     const ids = Array.from({ length: 50 }, (_, i) => `run-${i}`);
     const entries = await Promise.all(ids.map((id, i) => stores[i % stores.length].enter('r', 'k', id, 3, 1000)));
@@ -366,10 +335,7 @@ describe('RedisFlowStore: keys, slots, bounds, TTLs, time and round trips', () =
   });
 
   it('reads the time from Redis: now() is TIME, and throttle windows and due times are Redis time', async () => {
-    const time = async () => {
-      const [s, us] = await redis.time();
-      return Number(s) * 1000 + Math.floor(Number(us) / 1000);
-    };
+    const time = () => redisTimeMs(redis);
     const before = await time();
     const now = await store.now();
     const reserved = await store.reserveStart('r', 'k', 1, 1000);
@@ -383,8 +349,7 @@ describe('RedisFlowStore: keys, slots, bounds, TTLs, time and round trips', () =
   });
 
   it('refuses invalid arguments before sending anything (RangeError), as the coordination store does', async () => {
-    const client = createTestRedis();
-    clients.push(client);
+    const client = newClient();
     const own = new RedisFlowStore(client, { keys });
     const spec = { mode: 'all', maxWaitMs: 1000, maxSize: 2, ttlMs: 1000 } as const;
     const sent = await monitor.commandsOf(client, async () => {
@@ -423,7 +388,4 @@ describe('RedisFlowStore: keys, slots, bounds, TTLs, time and round trips', () =
 });
 
 // Runs after the suites above (declaration order): every test cleaned up after itself.
-it('leaves no keys of its tests behind in Redis', async () => {
-  const [, found] = await redis.scan('0', 'MATCH', `${filePrefix}:*`, 'COUNT', 10_000);
-  expect(found).toEqual([]);
-});
+itLeavesNoKeysBehind();

@@ -9,27 +9,22 @@ import {
 } from '../../lib/storage/redis';
 import { describeInterruptStoreConformance } from '../conformance/interrupt-store.conformance';
 import { makeRunState, newRunId, T0 } from '../conformance/run-state.factory';
-import { cleanupPrefix, createTestRedis, redisUrl, uniquePrefix } from '../setup/redis';
+import { cleanupPrefix, redisUrl } from '../setup/redis';
+import { redisSpecFile, scriptKeys } from '../support/redis-spec-file';
 import { crc16, keySlot } from './key-slot';
 import { RedisMonitor } from './redis-monitor';
 
-let redis: Redis;
-const filePrefix = uniquePrefix('redis-interrupt-conformance').replace(/:$/, '');
-let counter = 0;
-const clients: Redis[] = [];
-
-beforeAll(() => {
-  redis = createTestRedis();
-});
-afterAll(async () => {
-  await cleanupPrefix(redis, filePrefix);
-  for (const client of clients) client.disconnect();
-  await redis.quit();
-});
+const {
+  redis,
+  filePrefix,
+  nextPrefix,
+  client: newClient,
+  itLeavesNoKeysBehind,
+} = redisSpecFile('redis-interrupt-conformance');
 
 /** A Redis interrupt store and storage under a fresh prefix per test. */
 describeInterruptStoreConformance('redis', () => {
-  const prefix = `${filePrefix}:${++counter}`;
+  const prefix = nextPrefix();
   const keys = new RedisKeys({ prefix });
   return {
     interrupts: new RedisInterruptStore(redis, { keys }),
@@ -55,12 +50,9 @@ describe('RedisInterruptStore: keys, slots, TTLs and round trips', () => {
   });
 
   const names = (commands: string[][]) => commands.map((c) => c[0].toLowerCase());
-  /** Keys of an EVAL/EVALSHA: [name, script|sha, numkeys, ...keys, ...args]. */
-  const scriptKeys = (command: string[]) => command.slice(3, 3 + Number(command[2]));
 
   function fresh(): { client: Redis; interrupts: RedisInterruptStore; storage: RedisReactorStorage } {
-    const client = createTestRedis();
-    clients.push(client);
+    const client = newClient();
     return {
       client,
       interrupts: new RedisInterruptStore(client, { keys }),
@@ -197,7 +189,4 @@ describe('RedisInterruptStore: keys, slots, TTLs and round trips', () => {
 });
 
 // Runs after the suites above (declaration order): every test cleaned up after itself.
-it('leaves no keys of its tests behind in Redis', async () => {
-  const [, found] = await redis.scan('0', 'MATCH', `${filePrefix}:*`, 'COUNT', 10_000);
-  expect(found).toEqual([]);
-});
+itLeavesNoKeysBehind();

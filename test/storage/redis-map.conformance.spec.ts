@@ -1,24 +1,14 @@
-import type { Redis } from 'ioredis';
 import { RedisKeys, RedisLockManager, RedisMapStore } from '../../lib/storage/redis';
 import { describeMapStoreConformance } from '../conformance/map-store.conformance';
-import { cleanupPrefix, createTestRedis, uniquePrefix } from '../setup/redis';
+import { cleanupPrefix } from '../setup/redis';
+import { redisSpecFile } from '../support/redis-spec-file';
 import { testCipher } from '../conformance/test-cipher';
 
-let redis: Redis;
-const filePrefix = uniquePrefix('redis-map-conformance').replace(/:$/, '');
-let counter = 0;
-
-beforeAll(() => {
-  redis = createTestRedis();
-});
-afterAll(async () => {
-  await cleanupPrefix(redis, filePrefix);
-  await redis.quit();
-});
+const { redis, nextPrefix, itLeavesNoKeysBehind } = redisSpecFile('redis-map-conformance');
 
 /** A Redis map store and lock manager under a fresh prefix per test. */
 describeMapStoreConformance('redis', () => {
-  const prefix = `${filePrefix}:${++counter}`;
+  const prefix = nextPrefix();
   const keys = new RedisKeys({ prefix });
   return {
     maps: new RedisMapStore(redis, { keys, inputCipher: testCipher }),
@@ -34,7 +24,4 @@ describeMapStoreConformance('redis', () => {
 });
 
 // Runs after the suite above (declaration order): every test cleaned up after itself.
-it('leaves no keys of its tests behind in Redis', async () => {
-  const [, found] = await redis.scan('0', 'MATCH', `${filePrefix}:*`, 'COUNT', 10_000);
-  expect(found).toEqual([]);
-});
+itLeavesNoKeysBehind();

@@ -81,6 +81,24 @@ export class RedisMonitor {
       .map((e) => e.args);
   }
 
+  /**
+   * Every command `client` sent while `action` ran ({@link commandsOf}), and every command its
+   * scripts ran on keys under `prefix` (`<prefix>:…`).
+   */
+  async withScriptCommands(
+    client: Redis,
+    prefix: string,
+    action: () => Promise<unknown>,
+  ): Promise<{ sent: string[][]; inside: string[][] }> {
+    const from = this.commands.length;
+    const sent = await this.commandsOf(client, action);
+    const inside = this.commands
+      .slice(from)
+      .filter((c) => c.source === 'lua' && c.args.slice(1).some((a) => a.startsWith(`${prefix}:`)))
+      .map((c) => c.args);
+    return { sent, inside };
+  }
+
   close(): void {
     this.socket.destroy();
   }

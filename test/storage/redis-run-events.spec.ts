@@ -1,33 +1,20 @@
-import type { Redis } from 'ioredis';
 import { RedisKeys } from '../../lib/storage/redis/redis.keys';
 import { RedisRunEventBus } from '../../lib/storage/redis/redis-run-events';
 import { describeRunEventBusConformance } from '../conformance/run-events.conformance';
 import { newRunId, T0 } from '../conformance/run-state.factory';
-import { cleanupPrefix, createTestRedis, redisUrl, uniquePrefix } from '../setup/redis';
+import { cleanupPrefix, redisUrl } from '../setup/redis';
+import { redisSpecFile } from '../support/redis-spec-file';
 import { keySlot } from './key-slot';
 import { RedisMonitor } from './redis-monitor';
 
-let redis: Redis;
-const filePrefix = uniquePrefix('redis-run-events').replace(/:$/, '');
-let counter = 0;
-const clients: Redis[] = [];
-
-beforeAll(() => {
-  redis = createTestRedis();
-});
-afterAll(async () => {
-  await cleanupPrefix(redis, filePrefix);
-  for (const client of clients) client.disconnect();
-  await redis.quit();
-});
+const { redis, filePrefix, nextPrefix, client: newClient, itLeavesNoKeysBehind } = redisSpecFile('redis-run-events');
 
 /** Two buses (two processes: a connection each) under a fresh prefix per test. */
 describeRunEventBusConformance('redis', async ({ retentionMs, maxLen }) => {
-  const prefix = `${filePrefix}:${++counter}`;
+  const prefix = nextPrefix();
   const keys = new RedisKeys({ prefix });
-  const own = createTestRedis();
-  const otherConnection = createTestRedis();
-  clients.push(own, otherConnection);
+  const own = newClient();
+  const otherConnection = newClient();
   const bus = new RedisRunEventBus(own, { keys, retentionMs, maxLen });
   const other = new RedisRunEventBus(otherConnection, { keys, retentionMs, maxLen });
   return {
@@ -64,8 +51,7 @@ describe('RedisRunEventBus: keys, round trips, TTL and the subscriber connection
   });
 
   it('appends with one script (XADD MAXLEN ~, PEXPIRE, PUBLISH) on one key, signals with one PUBLISH, reads with one XRANGE', async () => {
-    const client = createTestRedis();
-    clients.push(client);
+    const client = newClient();
     const bus = new RedisRunEventBus(client, { keys, retentionMs: 30_000, maxLen: 500 });
     const runId = newRunId();
     const event = { type: 'run.started' as const, runId, reactorName: 'r', at: T0 };
@@ -85,8 +71,7 @@ describe('RedisRunEventBus: keys, round trips, TTL and the subscriber connection
   });
 
   it('subscribes a run’s channel once for all its listeners in this process, and unsubscribes with the last', async () => {
-    const client = createTestRedis();
-    clients.push(client);
+    const client = newClient();
     const bus = new RedisRunEventBus(client, { keys });
     const runId = newRunId();
     const off1 = await bus.subscribe(runId, () => undefined);
@@ -116,8 +101,4 @@ describe('RedisRunEventBus: keys, round trips, TTL and the subscriber connection
 });
 
 // Runs after the suites above (declaration order): every test cleaned up after itself.
-it('leaves no keys of its tests behind in Redis', async () => {
-  await cleanupPrefix(redis, `${filePrefix}:own:`);
-  const [, found] = await redis.scan('0', 'MATCH', `${filePrefix}:*`, 'COUNT', 10_000);
-  expect(found).toEqual([]);
-});
+itLeavesNoKeysBehind(() => cleanupPrefix(redis, `${filePrefix}:own:`));

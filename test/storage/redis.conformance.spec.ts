@@ -1,25 +1,15 @@
-import type { Redis } from 'ioredis';
 import { RedisKeys, RedisLockManager, RedisReactorStorage } from '../../lib/storage/redis';
-import { cleanupPrefix, createTestRedis, uniquePrefix } from '../setup/redis';
+import { cleanupPrefix } from '../setup/redis';
+import { redisSpecFile } from '../support/redis-spec-file';
 import type { AdapterFactory } from '../conformance/adapter-harness';
 import { describeLockManagerConformance } from '../conformance/lock-manager.conformance';
 import { describeStorageConformance } from '../conformance/storage.conformance';
 
-let redis: Redis;
-const filePrefix = uniquePrefix('redis-conformance').replace(/:$/, '');
-let counter = 0;
-
-beforeAll(() => {
-  redis = createTestRedis();
-});
-afterAll(async () => {
-  await cleanupPrefix(redis, filePrefix);
-  await redis.quit();
-});
+const { redis, nextPrefix, itLeavesNoKeysBehind } = redisSpecFile('redis-conformance');
 
 /** Redis adapters under a fresh prefix per test; real time, 100 ms leases for expiry tests. */
 const redisFactory: AdapterFactory = (options = {}) => {
-  const prefix = `${filePrefix}:${++counter}`;
+  const prefix = nextPrefix();
   const keys = new RedisKeys({ prefix });
   const storage = new RedisReactorStorage(redis, {
     keys,
@@ -52,7 +42,4 @@ describeStorageConformance('redis', redisFactory);
 describeLockManagerConformance('redis', redisFactory);
 
 // Runs after the suites above (declaration order): every test cleaned up after itself.
-it('leaves no keys of its tests behind in Redis', async () => {
-  const [, found] = await redis.scan('0', 'MATCH', `${filePrefix}:*`, 'COUNT', 10_000);
-  expect(found).toEqual([]);
-});
+itLeavesNoKeysBehind();
