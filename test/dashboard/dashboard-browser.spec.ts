@@ -10,10 +10,18 @@
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { INestApplication } from '@nestjs/common';
-import puppeteer, { type Browser, type Page } from 'puppeteer-core';
+import type { Browser, Page } from 'puppeteer-core';
 import { ReactorClient } from '../../lib/nest/reactor.client';
-import { findChromium } from '../support/chromium';
-import { CARD, FINGERPRINT, Gate, SECRET_REACTORS, Switches, TOKEN, platformApp } from './dashboard.fixtures';
+import {
+  CARD,
+  FINGERPRINT,
+  Gate,
+  SECRET_REACTORS,
+  Switches,
+  TOKEN,
+  openDashboard,
+  platformApp,
+} from './dashboard.fixtures';
 
 /** The page's document, as the functions evaluated in the browser use it (this project compiles without the DOM lib). */
 interface PageElement {
@@ -40,24 +48,12 @@ describe('the dashboard page in headless Chromium', () => {
   const problems: string[] = [];
 
   beforeAll(async () => {
-    const chromium = findChromium();
     app = await platformApp('express', { pollIntervalMs: 200 }, {}, SECRET_REACTORS);
     await app.listen(0, '127.0.0.1');
     base = `${await app.getUrl()}/admin/reactor/`;
     client = app.get(ReactorClient);
-    browser = await puppeteer.launch({
-      executablePath: chromium.executablePath,
-      headless: true,
-      args: chromium.args,
-    });
-    page = await browser.newPage();
-    await page.setViewport({ width: 1280, height: 900 });
-    await page.setExtraHTTPHeaders({ authorization: `Bearer ${TOKEN}` });
     // Script errors and CSP violations fail the test.
-    page.on('pageerror', (error) => problems.push(`pageerror: ${String(error)}`));
-    page.on('console', (message) => {
-      if (message.type() === 'error') problems.push(`console: ${message.text()}`);
-    });
+    ({ browser, page } = await openDashboard({ problems }));
   }, 60_000);
 
   afterAll(async () => {

@@ -3,10 +3,9 @@
  * through `api/runs/bulk`; the page says how many were done and which were refused, and why.
  */
 import type { INestApplication } from '@nestjs/common';
-import puppeteer, { type Browser, type Page } from 'puppeteer-core';
+import type { Browser, Page } from 'puppeteer-core';
 import { ReactorClient } from '../../lib/nest/reactor.client';
-import { findChromium } from '../support/chromium';
-import { CARD, SECRET_REACTORS, Switches, TOKEN, platformApp } from './dashboard.fixtures';
+import { CARD, SECRET_REACTORS, Switches, openDashboard, platformApp } from './dashboard.fixtures';
 
 interface PageElement {
   textContent: string | null;
@@ -22,19 +21,11 @@ describe('bulk actions on the runs list (headless Chromium)', () => {
   const problems: string[] = [];
 
   beforeAll(async () => {
-    const chromium = findChromium();
     app = await platformApp('express', { pollIntervalMs: 200 }, {}, SECRET_REACTORS);
     await app.listen(0, '127.0.0.1');
     base = `${await app.getUrl()}/admin/reactor/`;
     client = app.get(ReactorClient);
-    browser = await puppeteer.launch({ executablePath: chromium.executablePath, headless: true, args: chromium.args });
-    page = await browser.newPage();
-    await page.setViewport({ width: 1280, height: 900 });
-    await page.setExtraHTTPHeaders({ authorization: `Bearer ${TOKEN}` });
-    page.on('pageerror', (error) => problems.push(`pageerror: ${String(error)}`));
-    page.on('console', (message) => {
-      if (message.type() === 'error') problems.push(`console: ${message.text()}`);
-    });
+    ({ browser, page } = await openDashboard({ problems }));
   }, 60_000);
 
   afterAll(async () => {

@@ -6,12 +6,11 @@
  */
 import { request as httpRequest } from 'node:http';
 import type { INestApplication } from '@nestjs/common';
-import puppeteer, { type Browser, type Page } from 'puppeteer-core';
+import type { Browser, Page } from 'puppeteer-core';
 import { ReactorClient } from '../../lib/nest/reactor.client';
 import { redisUrl } from '../setup/redis';
 import { useRedisPrefixes } from '../e2e/e2e.fixtures';
-import { findChromium } from '../support/chromium';
-import { Gate, TOKEN, dashboardApp } from './dashboard.fixtures';
+import { Gate, TOKEN, dashboardApp, openDashboard } from './dashboard.fixtures';
 
 declare const document: {
   documentElement: { getAttribute(name: string): string | null };
@@ -80,15 +79,7 @@ describe('live runs in the dashboard (Redis, liveEvents)', () => {
     await app.listen(0, '127.0.0.1');
     base = `${(await app.getUrl()).replace('[::1]', '127.0.0.1')}/admin/reactor/`;
     client = app.get(ReactorClient);
-    const chromium = findChromium();
-    browser = await puppeteer.launch({ executablePath: chromium.executablePath, headless: true, args: chromium.args });
-    page = await browser.newPage();
-    await page.setViewport({ width: 1280, height: 900 });
-    await page.setExtraHTTPHeaders(AUTH);
-    page.on('pageerror', (error) => problems.push(`pageerror: ${String(error)}`));
-    page.on('console', (message) => {
-      if (message.type() === 'error') problems.push(`console: ${message.text()}`);
-    });
+    ({ browser, page } = await openDashboard({ problems }));
   }, 60_000);
 
   afterAll(async () => {

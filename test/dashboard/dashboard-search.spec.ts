@@ -4,13 +4,12 @@
  * (`tag:key=value`, `corr:<id>`, else a run id) filters the table, in headless Chromium.
  */
 import type { INestApplication } from '@nestjs/common';
-import puppeteer, { type Browser, type Page } from 'puppeteer-core';
+import type { Browser, Page } from 'puppeteer-core';
 import request from 'supertest';
 import { ReactorClient } from '../../lib/nest/reactor.client';
 import { redisUrl } from '../setup/redis';
 import { useRedisPrefixes } from '../e2e/e2e.fixtures';
-import { findChromium } from '../support/chromium';
-import { CARD, TOKEN, dashboardApp } from './dashboard.fixtures';
+import { CARD, TOKEN, dashboardApp, openDashboard } from './dashboard.fixtures';
 
 const AUTH = { authorization: `Bearer ${TOKEN}` };
 const BASE = '/admin/reactor';
@@ -68,10 +67,7 @@ describe('dashboard search on the Redis runtime', () => {
   });
 
   it('the runs page search box filters the table by tag and by run id', async () => {
-    const chromium = findChromium();
-    browser = await puppeteer.launch({ executablePath: chromium.executablePath, headless: true, args: chromium.args });
-    page = await browser.newPage();
-    await page.setExtraHTTPHeaders(AUTH);
+    ({ browser, page } = await openDashboard({ viewport: null }));
     const base = `${await app.getUrl()}${BASE}/`;
     const shown = () =>
       page.evaluate(() => Array.from(document.querySelectorAll('tr[data-run]'), (tr) => tr.getAttribute('data-run')));

@@ -9,7 +9,7 @@
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Injectable, type INestApplication } from '@nestjs/common';
-import puppeteer, { type Browser, type Page } from 'puppeteer-core';
+import type { Browser, Page } from 'puppeteer-core';
 import { ReactorClient } from '../../lib/nest/reactor.client';
 import { Reactor } from '../../lib/nest/reactor.decorator';
 import { Step } from '../../lib/nest/step.decorator';
@@ -19,8 +19,7 @@ import type { StepHandler } from '../../lib/core/definition/step';
 import { failure, success, type StepOutcome } from '../../lib/core/results/step-outcome';
 import { redisUrl } from '../setup/redis';
 import { useRedisPrefixes } from '../e2e/e2e.fixtures';
-import { findChromium } from '../support/chromium';
-import { TOKEN, platformApp } from './dashboard.fixtures';
+import { TOKEN, openDashboard, platformApp } from './dashboard.fixtures';
 
 /** The page's document, as the functions evaluated in the browser use it (no DOM lib here). */
 interface PageElement {
@@ -96,7 +95,6 @@ describe('the run timeline, the DAG after a rollback, and the page at phone widt
   const problems: string[] = [];
 
   beforeAll(async () => {
-    const chromium = findChromium();
     app = await platformApp(
       'express',
       { pollIntervalMs: 300 },
@@ -106,13 +104,7 @@ describe('the run timeline, the DAG after a rollback, and the page at phone widt
     await app.listen(0, '127.0.0.1');
     base = `${await app.getUrl()}/admin/reactor/`;
     client = app.get(ReactorClient);
-    browser = await puppeteer.launch({ executablePath: chromium.executablePath, headless: true, args: chromium.args });
-    page = await browser.newPage();
-    await page.setExtraHTTPHeaders({ authorization: `Bearer ${TOKEN}` });
-    page.on('pageerror', (error) => problems.push(`pageerror: ${String(error)}`));
-    page.on('console', (message) => {
-      if (message.type() === 'error') problems.push(`console: ${message.text()}`);
-    });
+    ({ browser, page } = await openDashboard({ viewport: null, problems }));
   }, 60_000);
 
   afterAll(async () => {

@@ -19,6 +19,8 @@ import { failure, success } from '../../lib/core/results/step-outcome';
 import { ReactorDashboardModule } from '../../lib/dashboard';
 import type { ReactorDashboardOptions } from '../../lib/dashboard';
 import type { ReactorModuleOptions } from '../../lib/config';
+import puppeteer, { type Browser, type Page, type Viewport } from 'puppeteer-core';
+import { findChromium } from '../support/chromium';
 
 /** The token the test guard wants, as `authorization: Bearer <token>`. */
 export const TOKEN = 'dashboard-test-token-7f3a';
@@ -439,4 +441,38 @@ export function forgedActions(host: string): ForgedAction[] {
       body,
     },
   ];
+}
+
+/** Options of {@link openDashboard}. */
+export interface OpenDashboardOptions {
+  /** The page's viewport; `null` leaves puppeteer's default (the test sets its own). @default 1280×900 */
+  viewport?: Viewport | null;
+  /** Where the page's script errors (`pageerror`) and console errors go, for the test to check. */
+  problems?: string[];
+}
+
+/**
+ * Headless Chromium (found or provided by test/support/chromium.ts, never downloaded) with one
+ * page on it, sending the test guard's bearer token ({@link TOKEN}) with every request. The caller
+ * closes the browser (`browser.close()`) in its `afterAll`.
+ */
+export async function openDashboard(options: OpenDashboardOptions = {}): Promise<{ browser: Browser; page: Page }> {
+  const chromium = findChromium();
+  const browser = await puppeteer.launch({
+    executablePath: chromium.executablePath,
+    headless: true,
+    args: chromium.args,
+  });
+  const page = await browser.newPage();
+  const viewport = options.viewport === undefined ? { width: 1280, height: 900 } : options.viewport;
+  if (viewport) await page.setViewport(viewport);
+  await page.setExtraHTTPHeaders({ authorization: `Bearer ${TOKEN}` });
+  const problems = options.problems;
+  if (problems) {
+    page.on('pageerror', (error) => problems.push(`pageerror: ${String(error)}`));
+    page.on('console', (message) => {
+      if (message.type() === 'error') problems.push(`console: ${message.text()}`);
+    });
+  }
+  return { browser, page };
 }

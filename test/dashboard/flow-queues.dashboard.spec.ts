@@ -6,15 +6,14 @@
  * "Queues per key" panel (checked in headless Chromium, like dashboard-browser.spec.ts).
  */
 import type { INestApplication } from '@nestjs/common';
-import puppeteer, { type Browser, type Page } from 'puppeteer-core';
+import type { Browser, Page } from 'puppeteer-core';
 import request from 'supertest';
 import type { ReactorBuilder } from '../../lib/core/definition/builder';
 import type { ReactorBlueprint } from '../../lib/core/definition/reactor-blueprint';
 import { success } from '../../lib/core/results/step-outcome';
 import { ReactorClient } from '../../lib/nest/reactor.client';
 import { Reactor } from '../../lib/nest/reactor.decorator';
-import { findChromium } from '../support/chromium';
-import { CARD, TOKEN, platformApp } from './dashboard.fixtures';
+import { CARD, TOKEN, openDashboard, platformApp } from './dashboard.fixtures';
 
 const AUTH = { authorization: `Bearer ${TOKEN}` };
 const API = '/admin/reactor/api/flow';
@@ -169,20 +168,8 @@ describe('dashboard: api/flow/:reactor and the "Queues per key" panel', () => {
     const problems: string[] = [];
 
     beforeAll(async () => {
-      const chromium = findChromium();
       base = `${await app.getUrl()}/admin/reactor/`;
-      browser = await puppeteer.launch({
-        executablePath: chromium.executablePath,
-        headless: true,
-        args: chromium.args,
-      });
-      page = await browser.newPage();
-      await page.setViewport({ width: 1280, height: 900 });
-      await page.setExtraHTTPHeaders({ authorization: `Bearer ${TOKEN}` });
-      page.on('pageerror', (error) => problems.push(`pageerror: ${String(error)}`));
-      page.on('console', (message) => {
-        if (message.type() === 'error') problems.push(`console: ${message.text()}`);
-      });
+      ({ browser, page } = await openDashboard({ problems }));
     }, 60_000);
 
     afterAll(async () => {
