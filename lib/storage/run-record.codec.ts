@@ -95,9 +95,10 @@ export interface Written {
   bytes: number;
   /**
    * The stored object values a trace entry can point at instead of copying them: a stored result
-   * (`r:<step>`) or input (`i:<name>`), by identity.
+   * (`r:<step>`) or input (`i:<name>`), by identity. A Map, not a WeakMap: its values are the
+   * run's own, kept as long as the state that holds them (and a Map's writes cost less).
    */
-  refs: WeakMap<object, string>;
+  refs: Map<object, string>;
 }
 
 /** What a checkpoint writes. */
@@ -840,7 +841,7 @@ function emptyWritten(): Written {
     maps: new Map(),
     sizes: new Map(),
     bytes: 0,
-    refs: new WeakMap(),
+    refs: new Map(),
   };
 }
 

@@ -493,7 +493,8 @@ export class RunExecution extends RunScope implements NestedExecution {
           // A worker that lost the run's lease writes nothing more (its steps in flight settle first).
           if (this.env.abort?.stopCause === 'lease-lost') break;
           try {
-            await this.checkpoint();
+            const saving = this.checkpoint();
+            if (saving) await saving;
             cancel ??= this.cancelRequested();
           } catch (error) {
             if (!(error instanceof ContextTooLargeError || error instanceof UnstorableValueError)) throw error;
@@ -578,13 +579,18 @@ export class RunExecution extends RunScope implements NestedExecution {
     return { failures, halt, handoff, last, aborted };
   }
 
-  /** Save a mid-run checkpoint, coalesced by `checkpointMinIntervalMs`. */
-  private async checkpoint(): Promise<void> {
+  /**
+   * Save a mid-run checkpoint, coalesced by `checkpointMinIntervalMs` (nothing to wait for when it
+   * is skipped; the save's own promise otherwise, with none made around it).
+   */
+  private checkpoint(): Promise<void> | undefined {
     const min = this.env.checkpointMinIntervalMs ?? 0;
-    const now = this.now();
-    if (min > 0 && now - this.lastCheckpoint < min) return;
-    this.lastCheckpoint = now;
-    await this.save();
+    if (min > 0) {
+      const now = this.now();
+      if (now - this.lastCheckpoint < min) return undefined;
+      this.lastCheckpoint = now;
+    }
+    return this.save();
   }
 
   /**
