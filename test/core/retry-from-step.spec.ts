@@ -2,48 +2,16 @@ import { defineReactor, type ReactorBuilder } from '../../lib/core/definition/bu
 import { InputValidationError } from '../../lib/core/errors/input-validation.error';
 import { InvalidArgumentError } from '../../lib/core/errors/invalid-argument.error';
 import { InvalidRunStateError } from '../../lib/core/errors/run-state.error';
-import { failure, success } from '../../lib/core/results/step-outcome';
+import { buildShipping, type ShippingInput } from '../support/redrive.fixtures';
 import { createHarness } from './harness';
-
-type In = { order: string; note: string };
 
 /** a(order) -> c(a); b(note); d(c, b) = the value. Each step logs its runs and undos. */
 function shipping(log: string[], fail: { d: boolean }, pause = false) {
-  return defineReactor('ship25', (r: ReactorBuilder<In>) => {
-    const order = r.input('order', { type: 'string' });
-    const note = r.input('note', { type: 'string' });
-    const step = (name: string, value: (args: Record<string, unknown>) => unknown) => ({
-      run: (args: Record<string, unknown>) => (log.push(name), success(value(args))),
-      undo: () => void log.push(`undo-${name}`),
+  return defineReactor('ship25', (r: ReactorBuilder<ShippingInput>) => {
+    return buildShipping(r, { record: (entry) => void log.push(entry), failD: () => fail.d }, () => {
+      const gate = pause ? r.interrupt('approve') : undefined;
+      return gate ? { waitFor: [gate] } : {};
     });
-    const a = r.step(
-      'a',
-      step('a', (x) => `A:${String(x.order)}`),
-      { order },
-    );
-    const b = r.step(
-      'b',
-      step('b', (x) => `B:${String(x.note)}`),
-      { note },
-    );
-    const c = r.step(
-      'c',
-      step('c', (x) => `C(${String(x.a)})`),
-      { a },
-    );
-    const gate = pause ? r.interrupt('approve') : undefined;
-    return r.step(
-      'd',
-      {
-        run: (x: Record<string, unknown>) => {
-          log.push('d');
-          return fail.d ? failure('no courier', { retryable: false }) : success(`${String(x.c)}+${String(x.b)}`);
-        },
-        undo: () => void log.push('undo-d'),
-      },
-      { c, b },
-      gate ? { waitFor: [gate] } : {},
-    );
   });
 }
 

@@ -10,9 +10,9 @@ import type { ReactorBuilder } from '../../lib/core/definition/builder';
 import type { ReactorBlueprint } from '../../lib/core/definition/reactor-blueprint';
 import type { StepContext } from '../../lib/core/definition/step';
 import { InvalidArgumentError, InvalidRunStateError } from '../../lib/core/errors';
-import { failure, success } from '../../lib/core/results/step-outcome';
 import { ReactorClient } from '../../lib/nest/reactor.client';
 import { Reactor } from '../../lib/nest/reactor.decorator';
+import { buildShipping, type ShippingInput } from '../support/redrive.fixtures';
 import { createEmbeddedApp, createRedisApp, useRedisPrefixes } from './e2e.fixtures';
 
 const WAIT = { timeoutMs: 15_000 };
@@ -22,44 +22,11 @@ const ledger = new Map<string, string[]>();
 const ledgerOf = (runId: string) => ledger.get(runId) ?? [];
 let failD = false;
 
-type In = { order: string; note: string };
-
 /** a(order) -> c(a); b(note); d(c, b). */
 @Reactor('rd25-ship')
-class ShipReactor implements ReactorBlueprint<In> {
-  build(r: ReactorBuilder<In>) {
-    const order = r.input('order', { type: 'string' });
-    const note = r.input('note', { type: 'string' });
-    const step = (name: string, value: (args: Record<string, unknown>) => unknown) => ({
-      run: (args: Record<string, unknown>, ctx: StepContext) => (mark(ctx, name), success(value(args))),
-      undo: (_result: unknown, _args: unknown, ctx: StepContext) => mark(ctx, `undo-${name}`),
-    });
-    const a = r.step(
-      'a',
-      step('a', (x) => `A:${String(x.order)}`),
-      { order },
-    );
-    const b = r.step(
-      'b',
-      step('b', (x) => `B:${String(x.note)}`),
-      { note },
-    );
-    const c = r.step(
-      'c',
-      step('c', (x) => `C(${String(x.a)})`),
-      { a },
-    );
-    return r.step(
-      'd',
-      {
-        run: (x: Record<string, unknown>, ctx: StepContext) => {
-          mark(ctx, 'd');
-          return failD ? failure('no courier', { retryable: false }) : success(`${String(x.c)}+${String(x.b)}`);
-        },
-        undo: (_result: unknown, _args: unknown, ctx: StepContext) => mark(ctx, 'undo-d'),
-      },
-      { c, b },
-    );
+class ShipReactor implements ReactorBlueprint<ShippingInput> {
+  build(r: ReactorBuilder<ShippingInput>) {
+    return buildShipping(r, { record: (entry, ctx) => mark(ctx, entry), failD: () => failD });
   }
 }
 
