@@ -20,7 +20,15 @@ import { Reactor } from '../../lib/nest/reactor.decorator';
 import { ReactorModule } from '../../lib/nest/reactor.module';
 import { pollUntil, useRedisPrefixes } from '../e2e/e2e.fixtures';
 import { bullMqConnection, reactorRedisOption } from '../setup/redis';
-import { METRICS_REACTORS, OkReactor, RetryReactor, RollbackReactor, sampleOf, seriesOf } from './metrics.fixtures';
+import {
+  METRICS_REACTORS,
+  OkReactor,
+  RetryReactor,
+  RollbackReactor,
+  expectRunMetrics,
+  sampleOf,
+  seriesOf,
+} from './metrics.fixtures';
 
 const WAIT = { timeoutMs: 15_000 };
 const ROUTED_QUEUE = 'metrics-routed';
@@ -108,37 +116,11 @@ describe('ReactorMetricsModule on the Redis runtime', () => {
       const outcomes = await Promise.all(started.map(({ runId }) => client.wait(runId, WAIT)));
       expect(outcomes.map((o) => o.status)).toEqual(['completed', 'completed', 'failed', 'completed']);
 
-      expect(await seriesOf(registry, 'reactor_runs_started_total')).toEqual({
-        'reactor=metrics-ok': 2,
-        'reactor=metrics-retry': 1,
-        'reactor=metrics-rollback': 1,
-        'reactor=metrics-routed': 1,
+      await expectRunMetrics(registry, {
+        started: { 'reactor=metrics-routed': 1 },
+        finished: { 'reactor=metrics-routed,status=completed': 1 },
+        steps: { 'outcome=success,reactor=metrics-routed,step=only': 1 },
       });
-      expect(await seriesOf(registry, 'reactor_runs_finished_total')).toEqual({
-        'reactor=metrics-ok,status=completed': 2,
-        'reactor=metrics-retry,status=completed': 1,
-        'reactor=metrics-rollback,status=failed': 1,
-        'reactor=metrics-routed,status=completed': 1,
-      });
-      expect(await seriesOf(registry, 'reactor_step_duration_seconds_count')).toEqual({
-        'outcome=success,reactor=metrics-ok,step=a': 2,
-        'outcome=success,reactor=metrics-ok,step=b': 2,
-        'outcome=retry,reactor=metrics-retry,step=flaky': 2,
-        'outcome=success,reactor=metrics-retry,step=flaky': 1,
-        'outcome=success,reactor=metrics-rollback,step=reserve': 1,
-        'outcome=success,reactor=metrics-rollback,step=notify': 1,
-        'outcome=failed,reactor=metrics-rollback,step=charge': 1,
-        'outcome=success,reactor=metrics-routed,step=only': 1,
-      });
-      expect(await seriesOf(registry, 'reactor_step_retries_total')).toEqual({ 'reactor=metrics-retry,step=flaky': 2 });
-      expect(await seriesOf(registry, 'reactor_compensations_total')).toEqual({
-        'ok=true,reactor=metrics-rollback,step=charge': 1,
-      });
-      expect(await seriesOf(registry, 'reactor_undos_total')).toEqual({
-        'ok=false,reactor=metrics-rollback,step=notify': 1,
-        'ok=true,reactor=metrics-rollback,step=reserve': 1,
-      });
-      expect(await seriesOf(registry, 'reactor_lease_losses_total')).toEqual({});
 
       // Every queue of the module is reported, and drained: the last jobs' workers finish soon after the runs.
       await pollUntil(async () => (await queueGauges(registry, 'nest-reactor')).jobs.active === 0, 5_000);

@@ -97,3 +97,49 @@ function sameLabels(actual: Labels, expected: Labels): boolean {
   const a = Object.keys(actual);
   return a.length === Object.keys(expected).length && a.every((k) => String(actual[k]) === String(expected[k]));
 }
+
+/** More series for {@link expectRunMetrics}, from reactors a spec adds to {@link METRICS_REACTORS}. */
+export interface MoreRunSeries {
+  started?: Record<string, number>;
+  finished?: Record<string, number>;
+  steps?: Record<string, number>;
+}
+
+/**
+ * Expect the run, step, retry, compensation, undo and lease-loss series that {@link OkReactor} run
+ * twice, {@link RetryReactor} and {@link RollbackReactor} once each leave in `registry`, plus `more`
+ * (the series of a spec's own reactors), and no other series of those metrics.
+ */
+export async function expectRunMetrics(registry: Registry, more: MoreRunSeries = {}): Promise<void> {
+  expect(await seriesOf(registry, 'reactor_runs_started_total')).toEqual({
+    'reactor=metrics-ok': 2,
+    'reactor=metrics-retry': 1,
+    'reactor=metrics-rollback': 1,
+    ...more.started,
+  });
+  expect(await seriesOf(registry, 'reactor_runs_finished_total')).toEqual({
+    'reactor=metrics-ok,status=completed': 2,
+    'reactor=metrics-retry,status=completed': 1,
+    'reactor=metrics-rollback,status=failed': 1,
+    ...more.finished,
+  });
+  expect(await seriesOf(registry, 'reactor_step_duration_seconds_count')).toEqual({
+    'outcome=success,reactor=metrics-ok,step=a': 2,
+    'outcome=success,reactor=metrics-ok,step=b': 2,
+    'outcome=retry,reactor=metrics-retry,step=flaky': 2,
+    'outcome=success,reactor=metrics-retry,step=flaky': 1,
+    'outcome=success,reactor=metrics-rollback,step=reserve': 1,
+    'outcome=success,reactor=metrics-rollback,step=notify': 1,
+    'outcome=failed,reactor=metrics-rollback,step=charge': 1,
+    ...more.steps,
+  });
+  expect(await seriesOf(registry, 'reactor_step_retries_total')).toEqual({ 'reactor=metrics-retry,step=flaky': 2 });
+  expect(await seriesOf(registry, 'reactor_compensations_total')).toEqual({
+    'ok=true,reactor=metrics-rollback,step=charge': 1,
+  });
+  expect(await seriesOf(registry, 'reactor_undos_total')).toEqual({
+    'ok=false,reactor=metrics-rollback,step=notify': 1,
+    'ok=true,reactor=metrics-rollback,step=reserve': 1,
+  });
+  expect(await seriesOf(registry, 'reactor_lease_losses_total')).toEqual({});
+}

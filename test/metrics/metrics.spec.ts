@@ -13,7 +13,15 @@ import { ReactorClient } from '../../lib/nest/reactor.client';
 import { ReactorModule } from '../../lib/nest/reactor.module';
 import { ReactorSweeper } from '../../lib/sweepers/reactor.sweeper';
 import { CapturingLogger } from '../nest/fixtures';
-import { METRICS_REACTORS, OkReactor, RetryReactor, RollbackReactor, sampleOf, seriesOf } from './metrics.fixtures';
+import {
+  METRICS_REACTORS,
+  OkReactor,
+  RetryReactor,
+  RollbackReactor,
+  expectRunMetrics,
+  sampleOf,
+  seriesOf,
+} from './metrics.fixtures';
 
 async function embeddedApp(options: ReactorMetricsOptions = {}): Promise<TestingModule> {
   const app = await Test.createTestingModule({
@@ -50,34 +58,7 @@ describe('ReactorMetricsModule on the embedded runtime', () => {
     expect((await client.run(RollbackReactor, {})).status).toBe('failed');
     expect((await client.run(OkReactor, {})).status).toBe('completed');
 
-    expect(await seriesOf(registry, 'reactor_runs_started_total')).toEqual({
-      'reactor=metrics-ok': 2,
-      'reactor=metrics-retry': 1,
-      'reactor=metrics-rollback': 1,
-    });
-    expect(await seriesOf(registry, 'reactor_runs_finished_total')).toEqual({
-      'reactor=metrics-ok,status=completed': 2,
-      'reactor=metrics-retry,status=completed': 1,
-      'reactor=metrics-rollback,status=failed': 1,
-    });
-    expect(await seriesOf(registry, 'reactor_step_duration_seconds_count')).toEqual({
-      'outcome=success,reactor=metrics-ok,step=a': 2,
-      'outcome=success,reactor=metrics-ok,step=b': 2,
-      'outcome=retry,reactor=metrics-retry,step=flaky': 2,
-      'outcome=success,reactor=metrics-retry,step=flaky': 1,
-      'outcome=success,reactor=metrics-rollback,step=reserve': 1,
-      'outcome=success,reactor=metrics-rollback,step=notify': 1,
-      'outcome=failed,reactor=metrics-rollback,step=charge': 1,
-    });
-    expect(await seriesOf(registry, 'reactor_step_retries_total')).toEqual({ 'reactor=metrics-retry,step=flaky': 2 });
-    expect(await seriesOf(registry, 'reactor_compensations_total')).toEqual({
-      'ok=true,reactor=metrics-rollback,step=charge': 1,
-    });
-    expect(await seriesOf(registry, 'reactor_undos_total')).toEqual({
-      'ok=false,reactor=metrics-rollback,step=notify': 1,
-      'ok=true,reactor=metrics-rollback,step=reserve': 1,
-    });
-    expect(await seriesOf(registry, 'reactor_lease_losses_total')).toEqual({});
+    await expectRunMetrics(registry);
     // No attempt is left in flight.
     expect((app.get(ReactorMetrics) as unknown as { timings: StepTimings }).timings.size).toBe(0);
   });
