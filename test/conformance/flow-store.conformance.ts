@@ -454,6 +454,60 @@ export function describeFlowStoreConformance(name: string, factory: FlowFactory)
         expect(await store.keys(reactor, 10)).toEqual(['k']);
       });
 
+      it('lists the key whatever enter and leave answer (full, unknown run), as activity', async () => {
+        expect(await enter('k1', 'a', 1, 1)).toEqual({ state: 'admitted' });
+        expect(await enter('k1', 'b', 1, 1)).toEqual({ state: 'queued', position: 1 });
+        await pass(1);
+        expect(await enter('k2', 'a')).toEqual({ state: 'admitted' });
+        await pass(1);
+        // A full queue stores no run, but the call is activity of its key.
+        expect(await enter('k1', 'c', 1, 1)).toEqual({ state: 'full', queued: 1 });
+        expect(await store.keys(reactor, 10)).toEqual(['k2', 'k1']);
+        await pass(1);
+        // So is a leave of a run that is not there, even on a key that never held one.
+        expect(await leave('k2', 'nobody')).toEqual([]);
+        expect(await store.keys(reactor, 10)).toEqual(['k1', 'k2']);
+        await pass(1);
+        expect(await leave('never-held', 'nobody')).toEqual([]);
+        expect(await store.keys(reactor, 10)).toEqual(['k1', 'k2', 'never-held']);
+        // Such a key holds nothing: it is pruned once idle.
+        await pass(short());
+        expect(await store.prune(reactor, 'never-held', short())).toBe(true);
+        expect(await store.keys(reactor, 10)).toEqual(['k1', 'k2']);
+      });
+
+      it('lists every reactor whose runs entered a key, whatever enter answered, and never forgets it', async () => {
+        const other = `${reactor}-other`;
+        const never = `${reactor}-never`;
+        expect(await store.reactors()).not.toContain(reactor);
+        expect(await enter('k', 'a', 1, 1)).toEqual({ state: 'admitted' });
+        expect(await store.reactors()).toContain(reactor);
+        // Listed once, however many runs and keys enter.
+        await enter('k', 'b', 1, 1);
+        await enter('k2', 'c');
+        expect((await store.reactors()).filter((r) => r === reactor)).toEqual([reactor]);
+        // An enter answered `full` lists its reactor too.
+        await store.enter(other, 'k', 'x', 1, 1);
+        await store.enter(other, 'k', 'y', 1, 1);
+        expect(await store.enter(other, 'k', 'z', 1, 1)).toEqual({ state: 'full', queued: 1 });
+        // Leaving, throttling and gathering list no reactor.
+        await store.leave(never, 'k', 'a', 1);
+        await store.reserveStart(never, 'k', 1, LONG);
+        await store.gather(never, 'k', 'g', 'item', batch(LONG));
+        // Every run gone and every key pruned: still listed.
+        expect(await leave('k', 'a')).toEqual(['b']);
+        expect(await leave('k', 'b')).toEqual([]);
+        expect(await leave('k2', 'c')).toEqual([]);
+        await pass(short());
+        expect(await store.prune(reactor, 'k', short())).toBe(true);
+        expect(await store.prune(reactor, 'k2', short())).toBe(true);
+        expect(await store.keys(reactor, 10)).toEqual([]);
+        const listed = await store.reactors();
+        expect(listed).toEqual(expect.arrayContaining([reactor, other]));
+        expect(listed).not.toContain(never);
+        expect(listed).toEqual([...listed].sort());
+      });
+
       it('prunes one key of one reactor only', async () => {
         await enter('k1', 'a');
         await enter('k2', 'a');
@@ -920,6 +974,7 @@ export function describeFlowStoreConformance(name: string, factory: FlowFactory)
         // None of them stored anything.
         expect(await inspect('k')).toEqual({ key: 'k', live: [], queued: 0, next: [] });
         expect(await store.keys(reactor, 10)).toEqual([]);
+        expect(await store.reactors()).not.toContain(reactor);
         expect(await take('k', 'run-1')).toBeUndefined();
         const reply = await reserve('k', 1, HOUR);
         expect(reply.startAt).toBe(reply.now);

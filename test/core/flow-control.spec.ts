@@ -689,6 +689,8 @@ describe('flow control (embedded runtime)', () => {
       flow: before.flow,
     });
     after.engine.register(defineReactor('flow-dropped', build, {}));
+    // Listed in the reactor set by its first enter: the sweep finds its keys.
+    expect(await before.flow.reactors()).toEqual(['flow-dropped']);
     expect(await after.engine.recoverStalled({ graceMs: 60_000 })).toBeGreaterThanOrEqual(2);
     await until(() => executed.length === 3);
     await settle(after);
@@ -697,6 +699,36 @@ describe('flow control (embedded runtime)', () => {
     gate.resolve();
     await settle(before);
     expect((await before.engine.get(first.runId))?.status).toBe('completed');
+  });
+
+  it('the flow sweep reads the key index of no reactor that never had runs in a concurrency key: one read of the reactor set', async () => {
+    const t = setup();
+    const build = (r: ReactorBuilder<{ n: number }>) =>
+      r.step('work', ({ n }: { n: number }) => success(n), { n: r.input('n', { type: 'integer' }) });
+    const plain = defineReactor('flow-sweep-plain', build, {});
+    const throttled = defineReactor('flow-sweep-throttled', build, { throttle: { limit: 5, periodMs: 60_000 } });
+    const gathered = defineReactor('flow-sweep-debounced', build, { debounce: { periodMs: 1_000 } });
+    const limited = defineReactor('flow-sweep-limited', build, { concurrency: { key: () => 'k', limit: 1 } });
+    for (const def of [plain, throttled, gathered, limited]) {
+      t.engine.register(def);
+      await t.engine.start(def, { n: 1 });
+    }
+    await advance(t, 1_000);
+    const keys = jest.spyOn(t.flow, 'keys');
+    const reactors = jest.spyOn(t.flow, 'reactors');
+    await t.engine.recoverStalled({ graceMs: 0 });
+    await t.engine.recoverStalled({ graceMs: 0 });
+    // The reactor with concurrency is swept; the three others are not read (none is listed).
+    expect(keys.mock.calls.map(([reactor]) => reactor)).toEqual(['flow-sweep-limited', 'flow-sweep-limited']);
+    expect(reactors).toHaveBeenCalledTimes(2);
+    expect(await t.flow.reactors()).toEqual(['flow-sweep-limited']);
+
+    // Only reactors with concurrency registered: the reactor set is not read either.
+    const only = setup();
+    only.engine.register(limited);
+    const onlyReactors = jest.spyOn(only.flow, 'reactors');
+    await only.engine.recoverStalled({ graceMs: 0 });
+    expect(onlyReactors).not.toHaveBeenCalled();
   });
 
   it('a gathered run carries the tags of the start that stored it; list finds it by tag', async () => {

@@ -88,10 +88,12 @@ describe('RedisFlowStore: keys, slots, bounds, TTLs, time and round trips', () =
         `${base}:closed`,
         `${base}:closed:expiry`,
         `${prefix}:{${indexTag(reactor)}}:keys`,
+        `${prefix}:{flow:}:reactors`,
       ].sort(),
     );
     const slot = slotOfTag(keyTag(reactor, key));
-    for (const k of found.filter((f) => !f.endsWith('}:keys'))) expect({ k, slot: keySlot(k) }).toEqual({ k, slot });
+    for (const k of found.filter((f) => !f.endsWith('}:keys') && !f.endsWith('}:reactors')))
+      expect({ k, slot: keySlot(k) }).toEqual({ k, slot });
     const index = found.find((f) => f.endsWith('}:keys'))!;
     expect(keySlot(index)).toBe(slotOfTag(indexTag(reactor)));
     expect(keys.flowKey(reactor, key, 'live')).toBe(`${base}:live`);
@@ -108,28 +110,36 @@ describe('RedisFlowStore: keys, slots, bounds, TTLs, time and round trips', () =
   const withScriptCommands = (client: Redis, action: () => Promise<unknown>) =>
     monitor.withScriptCommands(client, prefix, action);
 
-  it('(a) runs each operation as one script on keys of one slot (the index apart), touching only declared keys', async () => {
+  it('(a) runs each operation as one script on keys of one slot (the index and reactor set apart), touching only declared keys', async () => {
     const client = newClient();
     const own = new RedisFlowStore(client, { keys });
     const [reactor, key] = ['r{1}', 'k:{2}'];
     const slot = slotOfTag(keyTag(reactor, key));
+    const indexSlot = slotOfTag(indexTag(reactor));
+    const reactorsKey = `${prefix}:{flow:}:reactors`;
     const gatherAll = { mode: 'all', maxWaitMs: 60_000, maxSize: 2, ttlMs: 60_000 } as const;
     const gatherLast = { mode: 'last', periodMs: 60_000, maxWaitMs: 60_000, ttlMs: 60_000 } as const;
+    // `flowTouch` (the index's script) goes first, then the key's script: one round trip (below).
     const steps: Array<[string, string[], () => Promise<unknown>]> = [
       ['now', ['time'], () => own.now()],
-      ['enter (admitted)', ['flowEnter', 'zadd'], () => own.enter(reactor, key, 'a', 1, 2)],
-      ['enter (queued)', ['flowEnter', 'zadd'], () => own.enter(reactor, key, 'b', 1, 2)],
-      ['enter (queued again)', ['flowEnter', 'zadd'], () => own.enter(reactor, key, 'b', 1, 2)],
-      ['enter (queued)', ['flowEnter', 'zadd'], () => own.enter(reactor, key, 'c', 1, 2)],
-      ['enter (full)', ['flowEnter', 'zadd'], () => own.enter(reactor, key, 'd', 1, 2)],
+      [
+        'enter (admitted, first of the reactor)',
+        ['sadd', 'flowTouch', 'flowEnter'],
+        () => own.enter(reactor, key, 'a', 1, 2),
+      ],
+      ['enter (queued)', ['flowTouch', 'flowEnter'], () => own.enter(reactor, key, 'b', 1, 2)],
+      ['enter (queued again)', ['flowTouch', 'flowEnter'], () => own.enter(reactor, key, 'b', 1, 2)],
+      ['enter (queued)', ['flowTouch', 'flowEnter'], () => own.enter(reactor, key, 'c', 1, 2)],
+      ['enter (full)', ['flowTouch', 'flowEnter'], () => own.enter(reactor, key, 'd', 1, 2)],
       ['inspect', ['flowInspect'], () => own.inspect(reactor, key, 10)],
-      ['leave', ['flowLeave', 'zadd'], () => own.leave(reactor, key, 'a', 1)],
-      ['leave (queued)', ['flowLeave', 'zadd'], () => own.leave(reactor, key, 'c', 1)],
-      ['leave (last)', ['flowLeave', 'zadd'], () => own.leave(reactor, key, 'b', 1)],
-      ['leave (unknown: not activity)', ['flowLeave'], () => own.leave(reactor, key, 'b', 1)],
+      ['leave', ['flowTouch', 'flowLeave'], () => own.leave(reactor, key, 'a', 1)],
+      ['leave (queued)', ['flowTouch', 'flowLeave'], () => own.leave(reactor, key, 'c', 1)],
+      ['leave (last)', ['flowTouch', 'flowLeave'], () => own.leave(reactor, key, 'b', 1)],
+      ['leave (unknown)', ['flowTouch', 'flowLeave'], () => own.leave(reactor, key, 'b', 1)],
       ['keys', ['zrange'], () => own.keys(reactor, 10)],
+      ['reactors', ['smembers'], () => own.reactors()],
       ['prune', ['exists', 'flowPrune'], () => own.prune(reactor, key, 0)],
-      ['enter (admitted again)', ['flowEnter', 'zadd'], () => own.enter(reactor, key, 'busy', 1, 2)],
+      ['enter (admitted again)', ['flowTouch', 'flowEnter'], () => own.enter(reactor, key, 'busy', 1, 2)],
       ['prune (busy)', ['exists'], () => own.prune(reactor, key, 0)],
       ['reserveStart', ['flowReserve'], () => own.reserveStart(reactor, key, 1, 60_000)],
       ['reserveStart (next window)', ['flowReserve'], () => own.reserveStart(reactor, key, 1, 60_000)],
@@ -141,46 +151,130 @@ describe('RedisFlowStore: keys, slots, bounds, TTLs, time and round trips', () =
       ['gather last (opens)', ['flowGather'], () => own.gather(reactor, key, 'd1', 'x', gatherLast)],
       ['gather last (joins)', ['flowGather'], () => own.gather(reactor, key, 'd2', 'y', gatherLast)],
     ];
+    const isScript = (name: string) => name in SCRIPT_FILES || name === 'flowTouch';
+    const keyCount = (name: string) =>
+      name === 'flowTouch' ? 1 : Number(/-(\d+)\.lua$/.exec(SCRIPT_FILES[name as ScriptName])![1]);
     const seen = new Set<string>();
     for (const [what, expected, action] of steps) {
       const { sent, inside } = await withScriptCommands(client, action);
       const names = sent.map((c) => (['eval', 'evalsha'].includes(c[0].toLowerCase()) ? 'script' : c[0].toLowerCase()));
-      expect({ what, names }).toEqual({
-        what,
-        names: expected.map((e) => (e in SCRIPT_FILES ? 'script' : e)),
-      });
+      expect({ what, names }).toEqual({ what, names: expected.map((e) => (isScript(e) ? 'script' : e)) });
+      const declaredBy = new Map<string, string[]>();
       for (const [i, command] of sent.entries()) {
         const name = expected[i];
-        if (!(name in SCRIPT_FILES)) continue;
+        if (!isScript(name)) continue;
         seen.add(name);
         const declared = scriptKeys(command);
-        expect({ what, count: declared.length }).toEqual({
-          what,
-          count: Number(/-(\d+)\.lua$/.exec(SCRIPT_FILES[name as ScriptName])![1]),
-        });
+        declaredBy.set(name, declared);
+        expect({ what, name, count: declared.length }).toEqual({ what, name, count: keyCount(name) });
         const declaredSlots = [...new Set(declared.map(keySlot))];
-        expect({ what, declaredSlots }).toEqual({
+        expect({ what, name, declaredSlots }).toEqual({
           what,
-          declaredSlots: [name === 'flowPrune' ? slotOfTag(indexTag(reactor)) : slot],
+          name,
+          declaredSlots: [name === 'flowPrune' || name === 'flowTouch' ? indexSlot : slot],
         });
-        const touched = inside.flatMap((c) => c.slice(1).filter((a) => a.startsWith(`${prefix}:`)));
-        expect(touched.length).toBeGreaterThan(0);
-        expect({ what, undeclared: touched.filter((k) => !declared.includes(k)) }).toEqual({ what, undeclared: [] });
+        if (name === 'flowTouch') expect(declared).toEqual([keys.flowIndexKey(reactor)]);
+      }
+      // Each command a script ran names keys declared by one script of this step.
+      expect(inside.length).toBeGreaterThanOrEqual(declaredBy.size);
+      for (const command of inside) {
+        const named = command.slice(1).filter((a) => a.startsWith(`${prefix}:`));
+        const owner = [...declaredBy.values()].some((declared) => named.every((k) => declared.includes(k)));
+        expect({ what, command, declared: owner }).toEqual({ what, command, declared: true });
       }
       for (const command of sent.filter((c) => !['eval', 'evalsha', 'time'].includes(c[0].toLowerCase()))) {
+        const name = command[0].toLowerCase();
         expect({ what, slot: keySlot(command[1]) }).toEqual({
           what,
-          slot: command[0].toLowerCase() === 'exists' ? slot : slotOfTag(indexTag(reactor)),
+          slot: name === 'exists' ? slot : name === 'zrange' ? indexSlot : keySlot(reactorsKey),
         });
+        if (name === 'sadd' || name === 'smembers') expect(command[1]).toBe(reactorsKey);
       }
     }
-    expect(FLOW_SCRIPTS.filter((n) => !seen.has(n))).toEqual([]);
+    expect([...FLOW_SCRIPTS, 'flowTouch'].filter((n) => !seen.has(n))).toEqual([]);
+    // The reactor set is on a slot of its own (no reactor's index, no key).
+    expect(keySlot(reactorsKey)).not.toBe(indexSlot);
+  });
+
+  it('(a) enter and leave send everything in one round trip: the index first, no command after an answer', async () => {
+    const client = newClient();
+    const own = new RedisFlowStore(client, { keys });
+    await own.now(); // connected, and TIME answered outside the calls counted
+    /** Each command the client sends while `action` runs, with how many answers it had then. */
+    async function sends(action: () => Promise<unknown>): Promise<Array<{ keys: string[]; answered: number }>> {
+      const log: Array<{ keys: string[]; answered: number }> = [];
+      let answered = 0;
+      const original = client.sendCommand.bind(client);
+      const spy = jest.spyOn(client, 'sendCommand').mockImplementation((command, stream) => {
+        log.push({ keys: command.getKeys().map(String), answered });
+        void command.promise.then(
+          () => answered++,
+          () => answered++,
+        );
+        return original(command, stream);
+      });
+      try {
+        await action();
+      } finally {
+        spy.mockRestore();
+      }
+      return log;
+    }
+    const index = keys.flowIndexKey('r');
+    const [live, queue, seq] = ['live', 'queue', 'seq'].map((p) => keys.flowKey('r', 'k', p));
+    const reactorsKey = `${prefix}:{flow:}:reactors`;
+    expect(await sends(() => own.enter('r', 'k', 'a', 1, 5))).toEqual([
+      { keys: [reactorsKey], answered: 0 },
+      { keys: [index], answered: 0 },
+      { keys: [live, queue, seq], answered: 0 },
+    ]);
+    expect(await sends(() => own.enter('r', 'k', 'b', 1, 5))).toEqual([
+      { keys: [index], answered: 0 },
+      { keys: [live, queue, seq], answered: 0 },
+    ]);
+    expect(await sends(() => own.leave('r', 'k', 'a', 1))).toEqual([
+      { keys: [index], answered: 0 },
+      { keys: [live, queue, seq], answered: 0 },
+    ]);
+  });
+
+  it('(a) a process that dies after any of its writes never leaves a run in a key the index or the reactor set misses', async () => {
+    // Die after n writes: the commands after them are never sent (their calls fail).
+    for (let n = 0; n <= 3; n++) {
+      const client = newClient();
+      const own = new RedisFlowStore(client, { keys });
+      const reactor = `dies-after-${n}`;
+      await own.now();
+      let written = 0;
+      const original = client.sendCommand.bind(client);
+      jest.spyOn(client, 'sendCommand').mockImplementation((command, stream) => {
+        if (written++ < n) return original(command, stream);
+        command.reject(new Error('the process died'));
+        return command.promise;
+      });
+      const entered = await own.enter(reactor, 'k', 'run', 1, 5).then(
+        () => true,
+        () => false,
+      );
+      expect({ n, entered }).toEqual({ n, entered: n === 3 });
+      const holds = (await store.inspect(reactor, 'k', 1)).live.length > 0;
+      expect({ n, holds }).toEqual({ n, holds: n === 3 });
+      if (holds) {
+        expect(await store.keys(reactor, 10)).toEqual(['k']);
+        expect(await store.reactors()).toContain(reactor);
+      }
+      // What the dead process wrote is consistent for the next one: it lists the reactor once more.
+      client.disconnect();
+    }
+    expect(await store.reactors()).toEqual(['dies-after-1', 'dies-after-2', 'dies-after-3']);
+    expect(await store.keys('dies-after-2', 10)).toEqual(['k']);
   });
 
   it('(a) no flow script builds a key: every redis.call names a KEYS entry (or is TIME)', () => {
     expect(FLOW_SCRIPTS).toHaveLength(7);
-    for (const script of FLOW_SCRIPTS) {
-      const lua = readFileSync(join(resolveScriptsDir(), SCRIPT_FILES[script]), 'utf8');
+    const files = [...FLOW_SCRIPTS.map((script) => SCRIPT_FILES[script]), 'flowTouch-1.lua'];
+    for (const script of files) {
+      const lua = readFileSync(join(resolveScriptsDir(), script), 'utf8');
       for (const call of lua.match(/redis\.call\([^)]*\)/g) ?? []) {
         expect({ script, call, keyFromKeys: /^redis\.call\("(TIME|[A-Z]+", KEYS\[\d\])/.test(call) }).toEqual({
           script,
@@ -266,12 +360,14 @@ describe('RedisFlowStore: keys, slots, bounds, TTLs, time and round trips', () =
       const [first, ...rest] = live;
       live = [...rest, ...(await store.leave('r', 'k', first, 2))];
     }
-    expect(await storedKeys()).toEqual([`${prefix}:{${indexTag('r')}}:keys`]);
+    expect(await storedKeys()).toEqual([`${prefix}:{${indexTag('r')}}:keys`, `${prefix}:{flow:}:reactors`]);
     expect(await store.keys('r', 10)).toEqual(['k']);
     const lastLeave = await store.now();
     while ((await store.now()) <= lastLeave) await new Promise((resolve) => setTimeout(resolve, 1));
     expect(await store.prune('r', 'k', 0)).toBe(true);
-    expect(await storedKeys()).toEqual([]);
+    // The reactor set keeps the reactor (one member per reactor, never removed).
+    expect(await storedKeys()).toEqual([`${prefix}:{flow:}:reactors`]);
+    expect(await redis.smembers(`${prefix}:{flow:}:reactors`)).toEqual(['r']);
   });
 
   it('(c) keeps one throttle window per key whatever the backlog, expiring one period after that window', async () => {

@@ -284,10 +284,14 @@ export class FlowControl {
     const graceMs = options.graceMs ?? this.parts.leaseTtlMs;
     const limit = options.limit ?? ENGINE_DEFAULTS.sweepLimit;
     let enqueued = 0;
+    // The reactors that ever had runs in a concurrency key: read once, when a reactor without
+    // concurrency is met (only those listed can have keys left by a deploy that removed it).
+    let everEntered: Set<string> | undefined;
     for (const def of this.registry.all()) {
       const concurrency = def.flow?.concurrency;
       if (!concurrency) {
-        enqueued += await this.drain(def, limit);
+        everEntered ??= new Set(await store.reactors());
+        if (everEntered.has(def.name)) enqueued += await this.drain(def, limit);
         continue;
       }
       for (const key of await store.keys(def.name, limit)) {
@@ -318,7 +322,9 @@ export class FlowControl {
   /**
    * A reactor that no longer declares `concurrency` (a deploy removed it) while runs of it still
    * hold or wait for slots: its waiting runs are started (their delivery finds no gate), and its
-   * keys emptied, `limit` runs per key and sweep. Returns how many jobs it enqueued.
+   * keys emptied, `limit` runs per key and sweep. Called only for a reactor listed by
+   * {@link FlowStore.reactors} (every reactor whose runs ever entered a key is). Returns how many
+   * jobs it enqueued.
    */
   private async drain(def: ReactorDefinition, limit: number): Promise<number> {
     const store = this.parts.flow!;

@@ -75,14 +75,17 @@ export interface FlowStore {
    * Concurrency: `runId` takes one of `limit` slots of (`reactor`, `key`) when one is free and
    * nobody is queued, else joins the key's queue (first in, first out), unless it holds `maxQueued`
    * runs (`full`, nothing stored). Idempotent: a run that holds a slot answers `admitted`, a queued
-   * one `queued` (its place unchanged). The key is listed in the reactor's key index.
+   * one `queued` (its place unchanged). Whatever it answers, the key is listed in the reactor's key
+   * index (its last activity now) and the reactor in {@link reactors}, written with (the Redis
+   * adapter: just before) the key's change, so that a key holding runs is always listed.
    */
   enter(reactor: string, key: string, runId: string, limit: number, maxQueued: number): Promise<FlowEntry>;
 
   /**
    * `runId` leaves the key (its run ended, or it will never run): its slot (or its place in the
    * queue) is freed, and queued runs are admitted in order while fewer than `limit` hold a slot.
-   * Returns the run ids admitted now, in order. Leaving twice admits nothing more.
+   * Returns the run ids admitted now, in order. Leaving twice admits nothing more. Whatever it
+   * answers, the key is listed in the reactor's key index, its last activity now.
    */
   leave(reactor: string, key: string, runId: string, limit: number): Promise<string[]>;
 
@@ -91,6 +94,14 @@ export interface FlowStore {
 
   /** The reactor's concurrency keys that hold (or lately held) runs, oldest activity first, at most `limit`. */
   keys(reactor: string, limit: number): Promise<string[]>;
+
+  /**
+   * Every reactor that ever {@link enter}ed a run (any key, any process), sorted; listed with its
+   * first enter and never forgotten (bounded by the reactor names). The flow sweep reads it once
+   * per sweep: a reactor that no longer declares concurrency has keys to drain only if it is
+   * listed here, so the others cost no read of their key index.
+   */
+  reactors(): Promise<string[]>;
 
   /**
    * Drop `key` from the reactor's key index when it holds no live and no queued run and its last

@@ -67,6 +67,8 @@ export class MemoryFlowStore implements FlowStore {
   private readonly slots = new Map<string, Slots>();
   /** Reactor -> concurrency key -> its last activity (ms). */
   private readonly indexes = new Map<string, Map<string, number>>();
+  /** Every reactor that ever entered a run ({@link reactors}). */
+  private readonly entered = new Set<string>();
   /** Throttle window pointers, by JSON `[reactor, key]`. */
   private readonly throttles = new Map<string, Expiring<Throttle>>();
   /** The run id of each key's open gather, by JSON `[reactor, key]`. */
@@ -86,6 +88,9 @@ export class MemoryFlowStore implements FlowStore {
     positiveInteger(limit, 'limit');
     positiveInteger(maxQueued, 'maxQueued');
     const now = this.tick();
+    // Listed whatever the answer, as the Redis adapter's touch, sent before its script.
+    this.entered.add(reactor);
+    this.touch(reactor, key, now);
     const id = JSON.stringify([reactor, key]);
     const slots = this.slots.get(id) ?? { live: new Map<string, number>(), queue: [] };
     let entry: FlowEntry;
@@ -103,13 +108,13 @@ export class MemoryFlowStore implements FlowStore {
       entry = { state: 'queued', position: slots.queue.length };
     }
     this.slots.set(id, slots);
-    this.touch(reactor, key, now);
     return entry;
   }
 
   async leave(reactor: string, key: string, runId: string, limit: number): Promise<string[]> {
     positiveInteger(limit, 'limit');
     const now = this.tick();
+    this.touch(reactor, key, now);
     const id = JSON.stringify([reactor, key]);
     const slots = this.slots.get(id);
     if (!slots) return [];
@@ -128,7 +133,6 @@ export class MemoryFlowStore implements FlowStore {
       admitted.push(next);
     }
     if (slots.live.size === 0 && slots.queue.length === 0) this.slots.delete(id);
-    this.touch(reactor, key, now);
     return admitted;
   }
 
@@ -154,6 +158,11 @@ export class MemoryFlowStore implements FlowStore {
       .sort(([a, at], [b, bt]) => at - bt || (a < b ? -1 : a > b ? 1 : 0))
       .slice(0, limit)
       .map(([key]) => key);
+  }
+
+  async reactors(): Promise<string[]> {
+    this.tick();
+    return [...this.entered].sort();
   }
 
   async prune(reactor: string, key: string, idleMs: number): Promise<boolean> {

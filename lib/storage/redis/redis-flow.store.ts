@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import {
   InternalError,
   type FlowEntry,
@@ -10,7 +12,14 @@ import {
 import { positiveInteger } from '../coordination-args';
 import { StorageErrorCode } from '../storage-error-codes';
 import type { RedisKeys } from './redis.keys';
-import { defineScripts, runScript, SCRIPT_FILES, type RedisConnection, type ScriptName } from './redis-scripts';
+import {
+  defineScripts,
+  resolveScriptsDir,
+  runScript,
+  SCRIPT_FILES,
+  type RedisConnection,
+  type ScriptName,
+} from './redis-scripts';
 
 /** Options of {@link RedisFlowStore}. */
 export interface RedisFlowStoreOptions {
@@ -45,6 +54,7 @@ type Reply = Array<string | number | null | Reply>;
  * {flow:<r>:<k>}:closed:expiry  ZSET   run id -> expireAt of its closed gather (past ones are
  *                                      swept on every close); PXAT as `closed`
  * {flow:<r>}:keys               ZSET   the reactor's concurrency keys -> last enter or leave (ms)
+ * {flow:}:reactors              SET    every reactor whose runs ever entered a concurrency key
  * ```
  *
  * The concurrency structures have no TTL (a live run holds its slot for as long as it lives; the
@@ -58,26 +68,38 @@ type Reply = Array<string | number | null | Reply>;
  * to `closed` under its run id, where {@link take} reads them again until its ttl is over, while
  * the next start opens another gather.
  *
- * ## Round trips, time and the two slots
+ * ## Round trips, time and the three slots
  *
  * Each operation is one script (`flowEnter-3.lua`, `flowLeave-3.lua`, `flowInspect-2.lua`,
  * `flowReserve-1.lua`, `flowGather-4.lua`, `flowTake-4.lua`), which reads the time with `TIME`,
  * so every process agrees on windows and due times whatever its clock; {@link now} is one `TIME`.
  * Every key a script touches is declared in its KEYS.
  *
- * The key index is on a slot of its own, so it is kept by separate commands:
- * - {@link enter} runs its script, then `ZADD`s the key to the index with the script's time (on
- *   every answer: the key is active); {@link leave} does the same when the run was live or queued.
- *   A process that dies between the two leaves the index a step behind (an entered key unlisted
- *   until its next enter or leave).
+ * The key index and the reactor set are on slots of their own, so they are kept by separate
+ * commands, sent in the same round trip as the key's script (DD-flow24-9):
+ * - {@link enter} and {@link leave} send `flowTouch-1.lua` (`ZADD` of the key to the index, scored
+ *   with Redis time) and then their script without waiting for the first answer: both are in
+ *   flight at once, one round trip in all. The touch is written first, on every call whatever the
+ *   script answers, so on one connection (a standalone Redis, or a cluster node holding both
+ *   slots) the index lists the key before the script can put a run in it: a process dying between
+ *   the two writes leaves at worst a listed key without runs, which {@link prune} drops. (The
+ *   commands go to the nodes of their slots, so on a cluster whose nodes differ the two may run in
+ *   either order; both are written before either answer is read.) A failed touch fails the call.
+ * - The first {@link enter} of a reactor by this store also sends `SADD` of the reactor to the
+ *   reactor set, first of the three, and this store remembers it once it succeeded: the set lists a
+ *   reactor before any of its keys holds a run. {@link reactors} is one `SMEMBERS`; the engine's
+ *   sweep reads it once per sweep to find the keys of reactors that no longer declare
+ *   concurrency, instead of one `ZRANGE` per reactor (DD-flow24-10). Reactors are never removed
+ *   (the set is bounded by the reactor names): a process of the previous deploy may enter a run
+ *   at any time and lists its reactor only once.
  * - {@link prune} checks that the key holds no live and no queued run (`EXISTS live queue`, on the
  *   key's slot), then `flowPrune-1.lua` drops it from the index only if its score is more than
- *   `idleMs` old. An enter (or leave) landing between the two refreshes the score after its
- *   script: its `ZADD` comes either after the drop (the key is listed again) or before it (the
- *   score is fresh, so the key is kept). The race accepted: when `idleMs` is shorter than the time
- *   between that `ZADD` and the drop (a prune with `idleMs` 0 or a few ms), a key that just took a
- *   run may be dropped; it is listed again at its next enter or leave. The engine's sweep prunes
- *   with a grace time (a lease TTL by default), far longer than a round trip.
+ *   `idleMs` old. An enter landing between the two has touched the index just before its script:
+ *   the touch comes either after the drop (the key is listed again) or before it (the score is
+ *   fresh, so the key is kept). The race accepted: when `idleMs` is shorter than the time between
+ *   that touch and the drop (a prune with `idleMs` 0 or a few ms), a key that just took a run may
+ *   be dropped; it is listed again at its next enter or leave. The engine's sweep prunes with a
+ *   grace time (a lease TTL by default), far longer than a round trip.
  * - {@link keys} is one `ZRANGE` of the index.
  *
  * Arguments are checked before anything is sent (`RangeError`, as `RedisCoordinationStore`); a
@@ -91,13 +113,20 @@ type Reply = Array<string | number | null | Reply>;
  */
 export class RedisFlowStore implements FlowStore {
   private readonly redisKeys: RedisKeys;
+  /** The flow reactor set: `<prefix>:{flow:}:reactors`. */
+  private readonly reactorsKey: string;
+  /** Reactors this store has listed in the reactor set (it lists each once). */
+  private readonly listedReactors = new Set<string>();
 
   constructor(
     private readonly redis: RedisConnection,
     options: RedisFlowStoreOptions,
   ) {
     this.redisKeys = options.keys;
+    // The tag `{flow:}` is no reactor's index tag (a reactor name is never empty) nor a key's tag.
+    this.reactorsKey = this.redisKeys.coordinationKey('flow', '', 'reactors');
     defineScripts(redis);
+    defineTouch(redis);
   }
 
   /** Redis `TIME`, in whole ms. */
@@ -106,37 +135,45 @@ export class RedisFlowStore implements FlowStore {
     return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
   }
 
-  /** `flowEnter-3.lua`, then `ZADD` of the key to the reactor's index (another slot). */
+  /**
+   * `flowEnter-3.lua` on the key's slot, sent right after `flowTouch-1.lua` on the reactor's index
+   * (and, the first time this store enters a run of the reactor, `SADD` of the reactor to the
+   * reactor set) without waiting for it: one round trip (see the class comment).
+   */
   async enter(reactor: string, key: string, runId: string, limit: number, maxQueued: number): Promise<FlowEntry> {
     runIdOf(runId);
     positiveInteger(limit, 'limit');
     positiveInteger(maxQueued, 'maxQueued');
-    const reply = await this.script(
+    const listed = this.list(reactor, key, true);
+    const entered = this.script(
       'flowEnter',
       this.concurrencyKeys(reactor, key),
       [runId, limit, maxQueued],
       reactor,
       key,
     );
-    const now = Number(reply[1]);
-    let entry: FlowEntry;
-    if (reply[0] === 1) entry = { state: 'admitted' };
-    else if (reply[0] === 2) entry = { state: 'queued', position: Number(reply[2]) };
-    else if (reply[0] === 3) entry = { state: 'full', queued: Number(reply[2]) };
-    else throw refused('flowEnter', reply, reactor, key);
-    await this.redis.zadd(this.redisKeys.flowIndexKey(reactor), now, key);
-    return entry;
+    const [, reply] = await Promise.all([listed, entered]);
+    if (reply[0] === 1) return { state: 'admitted' };
+    if (reply[0] === 2) return { state: 'queued', position: Number(reply[2]) };
+    if (reply[0] === 3) return { state: 'full', queued: Number(reply[2]) };
+    throw refused('flowEnter', reply, reactor, key);
   }
 
-  /** `flowLeave-3.lua`, then (when the run was there) `ZADD` of the key to the reactor's index. */
+  /** `flowLeave-3.lua`, sent right after `flowTouch-1.lua` on the reactor's index, without waiting for it. */
   async leave(reactor: string, key: string, runId: string, limit: number): Promise<string[]> {
     runIdOf(runId);
     positiveInteger(limit, 'limit');
-    const reply = await this.script('flowLeave', this.concurrencyKeys(reactor, key), [runId, limit], reactor, key);
+    const listed = this.list(reactor, key, false);
+    const left = this.script('flowLeave', this.concurrencyKeys(reactor, key), [runId, limit], reactor, key);
+    const [, reply] = await Promise.all([listed, left]);
     if (reply[0] === 0) return [];
     if (reply[0] !== 1 || !Array.isArray(reply[2])) throw refused('flowLeave', reply, reactor, key);
-    await this.redis.zadd(this.redisKeys.flowIndexKey(reactor), Number(reply[1]), key);
     return reply[2].map(String);
+  }
+
+  /** One `SMEMBERS` of the flow reactor set. */
+  async reactors(): Promise<string[]> {
+    return (await this.redis.smembers(this.reactorsKey)).sort();
   }
 
   /** `flowInspect-2.lua`. */
@@ -219,6 +256,24 @@ export class RedisFlowStore implements FlowStore {
     return { due: true, items: reply[1].map(String) };
   }
 
+  /**
+   * Send (without waiting) what lists `key` before `enter` or `leave` changes it: `flowTouch-1.lua`
+   * on the reactor's index and, for an enter of a reactor this store has not listed yet, `SADD` to
+   * the reactor set first. Each is sent at once, in this order, on the connection of its slot; the
+   * caller sends its script right after, so all of them travel in one round trip. The reactor is
+   * remembered as listed only once its `SADD` succeeded.
+   */
+  private list(reactor: string, key: string, entering: boolean): Promise<unknown> {
+    const sent: Array<Promise<unknown>> = [];
+    if (entering && !this.listedReactors.has(reactor)) {
+      sent.push(this.redis.sadd(this.reactorsKey, reactor).then(() => this.listedReactors.add(reactor)));
+    }
+    sent.push(
+      (this.redis as unknown as Record<string, TouchCommand>)[TOUCH_COMMAND](this.redisKeys.flowIndexKey(reactor), key),
+    );
+    return Promise.all(sent);
+  }
+
   private part(reactor: string, key: string, part: string): string {
     return this.redisKeys.flowKey(reactor, key, part);
   }
@@ -250,6 +305,26 @@ export class RedisFlowStore implements FlowStore {
     if (!Array.isArray(reply)) throw refused(script, reply, reactor, key);
     return reply;
   }
+}
+
+/** The client command of `flowTouch-1.lua` (defined here: see {@link defineTouch}). */
+const TOUCH_COMMAND = 'nestReactorFlowTouch';
+const TOUCH_FILE = 'flowTouch-1.lua';
+type TouchCommand = (index: string, key: string) => Promise<unknown>;
+const touchDefined = new WeakSet<object>();
+
+/**
+ * Define `flowTouch-1.lua` on `redis` as {@link TOUCH_COMMAND} (one key), its `now` fragment
+ * inlined as `defineScripts` does. It is defined by this adapter rather than in `SCRIPT_FILES`,
+ * the shared table of scripts, which belongs to another part of the code base.
+ */
+function defineTouch(redis: RedisConnection): void {
+  if (touchDefined.has(redis)) return;
+  const dir = resolveScriptsDir();
+  const now = readFileSync(join(dir, 'includes', 'now.lua'), 'utf8');
+  const lua = readFileSync(join(dir, TOUCH_FILE), 'utf8').replace(/^--- @include "now"[ \t]*$/m, () => now);
+  redis.defineCommand(TOUCH_COMMAND, { lua, numberOfKeys: 1 });
+  touchDefined.add(redis);
 }
 
 /** The script arguments of a gather spec after `item`: mode, period, maxWait, maxSize (0: none), ttl. */
