@@ -151,9 +151,8 @@ describe('RedisFlowStore: keys, slots, bounds, TTLs, time and round trips', () =
       ['gather last (opens)', ['flowGather'], () => own.gather(reactor, key, 'd1', 'x', gatherLast)],
       ['gather last (joins)', ['flowGather'], () => own.gather(reactor, key, 'd2', 'y', gatherLast)],
     ];
-    const isScript = (name: string) => name in SCRIPT_FILES || name === 'flowTouch';
-    const keyCount = (name: string) =>
-      name === 'flowTouch' ? 1 : Number(/-(\d+)\.lua$/.exec(SCRIPT_FILES[name as ScriptName])![1]);
+    const isScript = (name: string) => name in SCRIPT_FILES;
+    const keyCount = (name: string) => Number(/-(\d+)\.lua$/.exec(SCRIPT_FILES[name as ScriptName])![1]);
     const seen = new Set<string>();
     for (const [what, expected, action] of steps) {
       const { sent, inside } = await withScriptCommands(client, action);
@@ -191,7 +190,7 @@ describe('RedisFlowStore: keys, slots, bounds, TTLs, time and round trips', () =
         if (name === 'sadd' || name === 'smembers') expect(command[1]).toBe(reactorsKey);
       }
     }
-    expect([...FLOW_SCRIPTS, 'flowTouch'].filter((n) => !seen.has(n))).toEqual([]);
+    expect(FLOW_SCRIPTS.filter((n) => !seen.has(n))).toEqual([]);
     // The reactor set is on a slot of its own (no reactor's index, no key).
     expect(keySlot(reactorsKey)).not.toBe(indexSlot);
   });
@@ -271,8 +270,8 @@ describe('RedisFlowStore: keys, slots, bounds, TTLs, time and round trips', () =
   });
 
   it('(a) no flow script builds a key: every redis.call names a KEYS entry (or is TIME)', () => {
-    expect(FLOW_SCRIPTS).toHaveLength(7);
-    const files = [...FLOW_SCRIPTS.map((script) => SCRIPT_FILES[script]), 'flowTouch-1.lua'];
+    expect(FLOW_SCRIPTS).toHaveLength(8);
+    const files = FLOW_SCRIPTS.map((script) => SCRIPT_FILES[script]);
     for (const script of files) {
       const lua = readFileSync(join(resolveScriptsDir(), script), 'utf8');
       for (const call of lua.match(/redis\.call\([^)]*\)/g) ?? []) {

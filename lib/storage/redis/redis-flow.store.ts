@@ -1,5 +1,3 @@
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import {
   InternalError,
   type FlowEntry,
@@ -12,14 +10,7 @@ import {
 import { positiveInteger } from '../coordination-args';
 import { StorageErrorCode } from '../storage-error-codes';
 import type { RedisKeys } from './redis.keys';
-import {
-  defineScripts,
-  resolveScriptsDir,
-  runScript,
-  SCRIPT_FILES,
-  type RedisConnection,
-  type ScriptName,
-} from './redis-scripts';
+import { defineScripts, runScript, SCRIPT_FILES, type RedisConnection, type ScriptName } from './redis-scripts';
 
 /** Options of {@link RedisFlowStore}. */
 export interface RedisFlowStoreOptions {
@@ -126,7 +117,6 @@ export class RedisFlowStore implements FlowStore {
     // The tag `{flow:}` is no reactor's index tag (a reactor name is never empty) nor a key's tag.
     this.reactorsKey = this.redisKeys.coordinationKey('flow', '', 'reactors');
     defineScripts(redis);
-    defineTouch(redis);
   }
 
   /** Redis `TIME`, in whole ms. */
@@ -268,9 +258,8 @@ export class RedisFlowStore implements FlowStore {
     if (entering && !this.listedReactors.has(reactor)) {
       sent.push(this.redis.sadd(this.reactorsKey, reactor).then(() => this.listedReactors.add(reactor)));
     }
-    sent.push(
-      (this.redis as unknown as Record<string, TouchCommand>)[TOUCH_COMMAND](this.redisKeys.flowIndexKey(reactor), key),
-    );
+    // Sent as this call runs (before its first await), so it goes out ahead of the caller's script.
+    sent.push(runScript(this.redis, 'flowTouch', [this.redisKeys.flowIndexKey(reactor)], [key]));
     return Promise.all(sent);
   }
 
@@ -305,26 +294,6 @@ export class RedisFlowStore implements FlowStore {
     if (!Array.isArray(reply)) throw refused(script, reply, reactor, key);
     return reply;
   }
-}
-
-/** The client command of `flowTouch-1.lua` (defined here: see {@link defineTouch}). */
-const TOUCH_COMMAND = 'nestReactorFlowTouch';
-const TOUCH_FILE = 'flowTouch-1.lua';
-type TouchCommand = (index: string, key: string) => Promise<unknown>;
-const touchDefined = new WeakSet<object>();
-
-/**
- * Define `flowTouch-1.lua` on `redis` as {@link TOUCH_COMMAND} (one key), its `now` fragment
- * inlined as `defineScripts` does. It is defined by this adapter rather than in `SCRIPT_FILES`,
- * the shared table of scripts, which belongs to another part of the code base.
- */
-function defineTouch(redis: RedisConnection): void {
-  if (touchDefined.has(redis)) return;
-  const dir = resolveScriptsDir();
-  const now = readFileSync(join(dir, 'includes', 'now.lua'), 'utf8');
-  const lua = readFileSync(join(dir, TOUCH_FILE), 'utf8').replace(/^--- @include "now"[ \t]*$/m, () => now);
-  redis.defineCommand(TOUCH_COMMAND, { lua, numberOfKeys: 1 });
-  touchDefined.add(redis);
 }
 
 /** The script arguments of a gather spec after `item`: mode, period, maxWait, maxSize (0: none), ttl. */

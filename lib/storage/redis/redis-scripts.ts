@@ -62,6 +62,7 @@ export const SCRIPT_FILES = {
   flowReserve: 'flowReserve-1.lua',
   flowGather: 'flowGather-4.lua',
   flowTake: 'flowTake-4.lua',
+  flowTouch: 'flowTouch-1.lua',
 } as const;
 
 /** Name of a bundled script. */
