@@ -41,7 +41,8 @@
                                       trimmed like the reactor's runs. A write with tag keys
                                       sends +4 as "<index score>:<creation time>"
     block    +1  key count: 3; 4 with the reactor's runs key (a create); plus one per tag index
-             +2  run id
+             +2  the run id's length: the run id is that many characters at the end of the record
+                 key (`<shard>:run:<runId>`), so it is not sent again
              +3  status
              +4  index score (ms); for a create whose index score is not its creation time (a run
                  that flow control holds back sits in the index at when it is due, or at the end
@@ -91,7 +92,12 @@ local CHUNK = 200
 
 -- One run's checkpoint: its block's arguments are a[o + 1 ..] (ARGV, or a packed block split).
 local function checkpoint(record, leaseKey, index, runsKey, tagKeys, a, o)
-  local runId = a[o + 2]
+  -- The run id is the end of the record key (`...:run:<runId>`); its length is sent, not the id.
+  local idLength = tonumber(a[o + 2])
+  if not idLength or idLength < 1 or idLength > #record then
+    return -2
+  end
+  local runId = string.sub(record, -idLength)
   local status = a[o + 3]
   local scores = a[o + 4]
   local colon = string.find(scores, ":", 1, true)

@@ -573,11 +573,13 @@ function traceRestJson(
   entry: TraceEntry,
   refOf: (value: object) => string | undefined,
   seal?: (json: string) => string,
+  folded = false,
 ): string {
   let rest = '';
   let refs = '';
   for (const key in entry) {
-    if (key === 'type' || key === 'step' || key === 'at') continue;
+    // A folded `run` entry's attempt is 1 (see foldedWithResult).
+    if (key === 'type' || key === 'step' || key === 'at' || (folded && key === 'attempt')) continue;
     const value = (entry as unknown as Record<string, unknown>)[key];
     if (key === 'arguments' && typeof value === 'object' && value !== null) {
       let args = '';
@@ -605,8 +607,10 @@ function traceRestJson(
 /**
  * What a step's result field carries besides its result, when the step's first `run` trace entry,
  * its `complete` entry and an attempt count of 1 are written with it instead of in fields of their
- * own (DD-speed22-8): `,[attempts, runAt?, runPosition, runRest, completePosition, completeAt]`
- * (positions -1 for an entry not folded), or `''` when nothing is folded. Only entries of this
+ * own (DD-speed22-8): `,[attempts, runPosition, runAt, {runRest}, completePosition, completeTime]`
+ * (positions -1 and times 0 for an entry not folded; `runRest` the `run` entry's other fields but
+ * its attempt, which is 1; `completeTime` the `complete` entry's time after `runAt` when the `run`
+ * entry is folded too, else its own time), or `''` when nothing is folded. Only entries of this
  * delta are folded (`from` on), only plain ones (a first attempt's `run` with its arguments, a bare
  * `complete`), only in a run whose arguments are not sealed; `folded` collects their positions.
  */
@@ -630,7 +634,7 @@ function foldedWithResult(
     if (entry.type === 'run' && runPosition < 0 && entry.attempt === 1 && plainEntry(entry, RUN_KEYS)) {
       let rest: string;
       try {
-        rest = traceRestJson(entry, refOf);
+        rest = traceRestJson(entry, refOf, undefined, true);
       } catch {
         continue; // written on its own, with `'[not storable]'` in place of its arguments
       }
@@ -648,7 +652,9 @@ function foldedWithResult(
   if (attempts === 0 && runPosition < 0 && completePosition < 0) return '';
   if (runPosition >= 0) folded.add(runPosition);
   if (completePosition >= 0) folded.add(completePosition);
-  return `,[${attempts},${runPosition},${runPosition < 0 ? 0 : runAt},${runPosition < 0 ? 0 : `{${runRest}}`},${completePosition},${completeAt}]`;
+  // The `complete` entry's time after the `run` entry's (when that is folded too; else its own).
+  const completeTime = completePosition < 0 ? 0 : runPosition < 0 ? completeAt : completeAt - runAt;
+  return `,[${attempts},${runPosition},${runPosition < 0 ? 0 : runAt},${runPosition < 0 ? 0 : `{${runRest}}`},${completePosition},${completeTime}]`;
 }
 
 const RUN_KEYS = new Set(['type', 'step', 'at', 'attempt', 'arguments']);
@@ -669,14 +675,24 @@ function plainEntry(entry: TraceEntry, keys: ReadonlySet<string>): boolean {
  */
 export function unfoldResult(step: string, extra: unknown, trace: Array<[number, unknown]>): boolean {
   if (!Array.isArray(extra) || extra.length < 6) return false;
-  const [attempts, runPosition, runAt, runRest, completePosition, completeAt] = extra as unknown[];
-  if (typeof runPosition === 'number' && runPosition >= 0)
+  const [attempts, runPosition, runAt, runRest, completePosition, completeTime] = extra as unknown[];
+  const runFolded = typeof runPosition === 'number' && runPosition >= 0;
+  if (runFolded)
     trace.push([
       runPosition,
-      { type: 'run', step, at: runAt, ...(typeof runRest === 'object' && runRest !== null ? runRest : {}) },
+      {
+        type: 'run',
+        step,
+        at: runAt,
+        attempt: 1,
+        ...(typeof runRest === 'object' && runRest !== null ? runRest : {}),
+      },
     ]);
   if (typeof completePosition === 'number' && completePosition >= 0)
-    trace.push([completePosition, { type: 'complete', step, at: completeAt }]);
+    trace.push([
+      completePosition,
+      { type: 'complete', step, at: runFolded ? (runAt as number) + (completeTime as number) : completeTime },
+    ]);
   return attempts === 1;
 }
 

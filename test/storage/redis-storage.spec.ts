@@ -125,6 +125,18 @@ describe('RedisReactorStorage: a run key of another type', () => {
 });
 
 describe('RedisReactorStorage: keys, TTLs and index', () => {
+  it('indexes a run under its exact id, which the checkpoint script reads off the end of the record key (by its UTF-8 length)', async () => {
+    for (const runId of [`ünïcödé-日本-😀-${randomUUID()}`, `plain-${randomUUID()}`]) {
+      const state = makeRunState({ runId });
+      await storage.save(state, { createOnly: true });
+      state.updatedAt += 1;
+      await storage.save(state);
+      expect(await redis.zscore(keys.activeIndexKeyOf(runId), runId)).toBe(String(state.updatedAt));
+      expect(await redis.zrange(keys.activeIndexKeyOf(runId), 0, -1)).toContain(runId);
+      await expect(storage.load(runId)).resolves.toEqual(state);
+    }
+  });
+
   it('stores a run as a hash: its identity, its progress and time, the inputs, a field per result (with its first `run` trace entry and attempt count of 1), undo entry, status and terminal flag', async () => {
     const state = makeRunState();
     await storage.save(state);
@@ -139,9 +151,10 @@ describe('RedisReactorStorage: keys, TTLs and index', () => {
       head: JSON.stringify({ ...progress, updatedAt }),
       at: String(updatedAt),
       inputs: JSON.stringify(inputs),
-      // The step's first `run` entry (position 0, its time, the rest by name), no `complete` entry
-      // yet (-1), and its attempt count of 1 are written with its result (DD-speed22-8).
-      'r:reserve': JSON.stringify([0, results.reserve, [1, 0, at, rest, -1, 0]]),
+      // The step's first `run` entry (position 0, its time, the rest by name but its attempt, which
+      // is 1), no `complete` entry yet (-1), and its attempt count of 1 are written with its result
+      // (DD-speed22-8).
+      'r:reserve': JSON.stringify([0, results.reserve, [1, 0, at, { ...rest, attempt: undefined }, -1, 0]]),
       'u:0': JSON.stringify([undoStack[0].step, undoStack[0].args]),
       status: 'running',
       terminal: '0',

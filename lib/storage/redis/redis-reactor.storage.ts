@@ -1,3 +1,4 @@
+import { Buffer } from 'node:buffer';
 import {
   CorruptRecordError,
   isTerminal,
@@ -112,7 +113,16 @@ export class RedisReactorStorage implements ReactorStorage {
   private writes = 0;
   private readonly runKeys = new WeakMap<
     RunState,
-    { runId: string; reactorName: string; record: string; index: string; runs: string; lease?: [string, string] }
+    {
+      runId: string;
+      /** The run id's length in UTF-8 bytes (the script reads the id off the end of the record key). */
+      idBytes: number;
+      reactorName: string;
+      record: string;
+      index: string;
+      runs: string;
+      lease?: [string, string];
+    }
   >();
 
   constructor(
@@ -155,7 +165,8 @@ export class RedisReactorStorage implements ReactorStorage {
     const score = indexScore(state);
     const fixed = [
       keys.length,
-      runId,
+      // The run id is the end of its record key (keys[0]): the script reads it there (its UTF-8 length).
+      this.runKeys.get(state)!.idBytes,
       state.status,
       // A create (and a write that tags the run) lists it by its creation time, given apart when
       // the index score differs.
@@ -176,7 +187,7 @@ export class RedisReactorStorage implements ReactorStorage {
     const result = await this.batcher.submit(
       this.groupOf(runId),
       keys,
-      packable(runId, token, delta.set, delta.del)
+      packable(token, delta.set, delta.del)
         ? [fixed.concat(delta.set, delta.del).join(SEPARATOR)]
         : fixed.concat(delta.set, delta.del),
     );
@@ -355,6 +366,7 @@ export class RedisReactorStorage implements ReactorStorage {
       const shard = this.keys.shardOf(runId);
       cached = {
         runId,
+        idBytes: Buffer.byteLength(runId),
         reactorName: state.reactorName,
         record: this.keys.runKey(runId),
         index: this.keys.activeIndexKeyOf(runId),
@@ -461,8 +473,8 @@ const SEPARATOR = '\0';
  * Whether a checkpoint's arguments can be packed into one string: none holds a NUL. JSON values
  * never do (a NUL in a string is written `\u0000`); names and sealed values (`~...`) are checked.
  */
-function packable(runId: string, token: string, set: readonly string[], del: readonly string[]): boolean {
-  if (runId.includes(SEPARATOR) || token.includes(SEPARATOR)) return false;
+function packable(token: string, set: readonly string[], del: readonly string[]): boolean {
+  if (token.includes(SEPARATOR)) return false;
   for (let i = 0; i < set.length; i += 2) {
     if (set[i].includes(SEPARATOR)) return false;
     const value = set[i + 1];
