@@ -13,43 +13,15 @@
  * the outcomes (or the error) to `FlowChaosKeys.reply(id)`. The test SIGKILLs it.
  */
 import 'reflect-metadata';
-import { Module, type DynamicModule } from '@nestjs/common';
-import { NestFactory } from '@nestjs/core';
-import { ScheduleModule } from '@nestjs/schedule';
 import { ReactorClient } from '../../lib/nest/reactor.client';
-import { ReactorModule } from '../../lib/nest/reactor.module';
-import { createTestRedis, reactorRedisOption } from '../setup/redis';
-import { ChaosFixturesModule, ChaosProbe, chaosConfigFromEnv } from './chaos.fixtures';
+import { createTestRedis } from '../setup/redis';
 import { FLOW_CHAOS_PROVIDERS, FlowChaosKeys, type FlowCommand, type FlowReply } from './flow.fixtures';
+import { runWorker, startChaosWorker } from './worker-bootstrap';
 
-@Module({})
-class FlowWorkerModule {}
-
-async function main(): Promise<void> {
-  const config = chaosConfigFromEnv();
-  const workerId = process.env.WORKER_ID ?? String(process.pid);
-  const sweepIntervalMs = process.env.SWEEPER_INTERVAL_MS ? Number(process.env.SWEEPER_INTERVAL_MS) : undefined;
-  const root: DynamicModule = {
-    module: FlowWorkerModule,
-    imports: [
-      ...(sweepIntervalMs !== undefined ? [ScheduleModule.forRoot()] : []),
-      ReactorModule.forRoot({
-        redis: reactorRedisOption().redis,
-        prefix: config.prefix,
-        leaseTtlMs: Number(process.env.LEASE_TTL_MS ?? 1500),
-        sweeper: sweepIntervalMs !== undefined ? { enabled: true, intervalMs: sweepIntervalMs } : { enabled: false },
-      }),
-      ChaosFixturesModule.forRoot(config),
-    ],
-    providers: FLOW_CHAOS_PROVIDERS,
-  };
-  const app = await NestFactory.createApplicationContext(root, { logger: ['warn', 'error'], abortOnError: false });
-  app.enableShutdownHooks(['SIGTERM', 'SIGINT']);
-  const probe = app.get(ChaosProbe);
+runWorker('flow.worker', async () => {
+  const { app, config, workerId, probe } = await startChaosWorker({ providers: FLOW_CHAOS_PROVIDERS });
   const client = app.get(ReactorClient);
   const keys = new FlowChaosKeys(config.prefix);
-  await probe.redis.set(probe.keys.ready(workerId), String(process.pid));
-  process.stdout.write('ready\n');
 
   // The command loop: BLPOP blocks its connection, so it has one of its own.
   const commands = createTestRedis({ connectionName: `flow-chaos-commands-${workerId}` });
@@ -74,9 +46,4 @@ async function main(): Promise<void> {
     }
     await probe.redis.rpush(keys.reply(command.id), JSON.stringify(reply));
   }
-}
-
-main().catch((error: unknown) => {
-  process.stderr.write(`flow.worker failed: ${(error as Error)?.stack ?? String(error)}\n`);
-  process.exit(1);
 });

@@ -9,10 +9,10 @@
  */
 import 'reflect-metadata';
 import { Module } from '@nestjs/common';
-import { NestFactory } from '@nestjs/core';
 import { ReactorModule } from '../../lib/nest/reactor.module';
 import { reactorRedisOption } from '../setup/redis';
 import { stallProviders } from './lock-stall.fixtures';
+import { createWorkerContext, runWorker } from './worker-bootstrap';
 
 function required(name: string): string {
   const value = process.env[name];
@@ -20,7 +20,7 @@ function required(name: string): string {
   return value;
 }
 
-async function main(): Promise<void> {
+runWorker('lock-stall worker', async () => {
   const prefix = required('CHAOS_PREFIX');
   @Module({
     imports: [
@@ -35,15 +35,6 @@ async function main(): Promise<void> {
   })
   class LockStallWorkerModule {}
 
-  const app = await NestFactory.createApplicationContext(LockStallWorkerModule, {
-    logger: ['log', 'warn', 'error'],
-    abortOnError: false,
-  });
-  app.enableShutdownHooks(['SIGTERM', 'SIGINT']);
+  await createWorkerContext(LockStallWorkerModule, ['log', 'warn', 'error']);
   process.stdout.write('ready\n');
-}
-
-main().catch((error: unknown) => {
-  process.stderr.write(`lock-stall worker failed: ${(error as Error)?.stack ?? String(error)}\n`);
-  process.exit(1);
 });

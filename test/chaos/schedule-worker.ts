@@ -13,14 +13,14 @@
  */
 import 'reflect-metadata';
 import { Module } from '@nestjs/common';
-import { NestFactory } from '@nestjs/core';
 import { ScheduleModule } from '@nestjs/schedule';
 import { Schedules } from '../../lib/core/engine/schedules';
 import { ReactorModule } from '../../lib/nest/reactor.module';
 import { createTestRedis, reactorRedisOption } from '../setup/redis';
 import { RecordTick, SCHEDULE_PROBE_REDIS, ScheduledTickReactor, scheduleProbeKeys } from './schedule.fixtures';
+import { createWorkerContext, runWorker } from './worker-bootstrap';
 
-async function main(): Promise<void> {
+runWorker('schedule-worker', async () => {
   const prefix = process.env.CHAOS_PREFIX!;
   const workerId = process.env.WORKER_ID ?? String(process.pid);
   const crashAt = process.env.CRASH_AT_TICK ? Number(process.env.CRASH_AT_TICK) : undefined;
@@ -56,15 +56,6 @@ async function main(): Promise<void> {
   })
   class ScheduleWorkerModule {}
 
-  const app = await NestFactory.createApplicationContext(ScheduleWorkerModule, {
-    logger: ['warn', 'error'],
-    abortOnError: false,
-  });
-  app.enableShutdownHooks(['SIGTERM', 'SIGINT']);
+  await createWorkerContext(ScheduleWorkerModule, ['warn', 'error']);
   process.stdout.write(`worker ${workerId} ready\nready\n`);
-}
-
-main().catch((error: unknown) => {
-  process.stderr.write(`schedule-worker failed: ${(error as Error)?.stack ?? String(error)}\n`);
-  process.exit(1);
 });

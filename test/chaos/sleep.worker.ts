@@ -8,42 +8,9 @@
  * the recovery sweeper runs on that interval). Prints `ready` once consuming; the test SIGKILLs it.
  */
 import 'reflect-metadata';
-import { Module, type DynamicModule } from '@nestjs/common';
-import { NestFactory } from '@nestjs/core';
-import { ScheduleModule } from '@nestjs/schedule';
-import { ReactorModule } from '../../lib/nest/reactor.module';
-import { reactorRedisOption } from '../setup/redis';
-import { ChaosFixturesModule, ChaosProbe, chaosConfigFromEnv } from './chaos.fixtures';
 import { CHAOS_SLEEP_PROVIDERS } from './sleep.fixtures';
+import { runWorker, startChaosWorker } from './worker-bootstrap';
 
-@Module({})
-class SleepWorkerModule {}
-
-async function main(): Promise<void> {
-  const config = chaosConfigFromEnv();
-  const workerId = process.env.WORKER_ID ?? String(process.pid);
-  const sweepIntervalMs = process.env.SWEEPER_INTERVAL_MS ? Number(process.env.SWEEPER_INTERVAL_MS) : undefined;
-  const root: DynamicModule = {
-    module: SleepWorkerModule,
-    imports: [
-      ...(sweepIntervalMs !== undefined ? [ScheduleModule.forRoot()] : []),
-      ReactorModule.forRoot({
-        redis: reactorRedisOption().redis,
-        prefix: config.prefix,
-        leaseTtlMs: Number(process.env.LEASE_TTL_MS ?? 1500),
-        sweeper: sweepIntervalMs !== undefined ? { enabled: true, intervalMs: sweepIntervalMs } : { enabled: false },
-      }),
-      ChaosFixturesModule.forRoot(config),
-    ],
-    providers: CHAOS_SLEEP_PROVIDERS,
-  };
-  const app = await NestFactory.createApplicationContext(root, { logger: ['warn', 'error'], abortOnError: false });
-  app.enableShutdownHooks(['SIGTERM', 'SIGINT']);
-  await app.get(ChaosProbe).redis.set(app.get(ChaosProbe).keys.ready(workerId), String(process.pid));
-  process.stdout.write('ready\n');
-}
-
-main().catch((error: unknown) => {
-  process.stderr.write(`sleep.worker failed: ${(error as Error)?.stack ?? String(error)}\n`);
-  process.exit(1);
+runWorker('sleep.worker', async () => {
+  await startChaosWorker({ providers: CHAOS_SLEEP_PROVIDERS });
 });

@@ -17,66 +17,21 @@
  * crash it.
  */
 import 'reflect-metadata';
-import { Logger, Module, type DynamicModule } from '@nestjs/common';
-import { NestFactory } from '@nestjs/core';
-import { ScheduleModule } from '@nestjs/schedule';
-import { ReactorModule } from '../../lib/nest/reactor.module';
-import {
-  CHAOS_ASYNC_PROVIDERS,
-  CHAOS_COORDINATION_PROVIDERS,
-  CHAOS_INTERRUPT_PROVIDERS,
-  ChaosFixturesModule,
-  ChaosProbe,
-  chaosConfigFromEnv,
-} from './chaos.fixtures';
-import { reactorRedisOption } from '../setup/redis';
+import { Logger } from '@nestjs/common';
+import { CHAOS_ASYNC_PROVIDERS, CHAOS_COORDINATION_PROVIDERS, CHAOS_INTERRUPT_PROVIDERS } from './chaos.fixtures';
+import { optionalNumber, runWorker, startChaosWorker } from './worker-bootstrap';
 
-@Module({})
-class ChaosWorkerAppModule {}
-
-function optionalNumber(name: string): number | undefined {
-  const raw = process.env[name];
-  if (raw === undefined || raw === '') return undefined;
-  const value = Number(raw);
-  if (!Number.isFinite(value)) throw new Error(`worker-app: ${name} must be a number, got '${raw}'`);
-  return value;
-}
-
-async function main(): Promise<void> {
-  const config = chaosConfigFromEnv();
-  const workerId = process.env.WORKER_ID ?? String(process.pid);
-  const sweepIntervalMs = optionalNumber('SWEEPER_INTERVAL_MS');
-  const root: DynamicModule = {
-    module: ChaosWorkerAppModule,
-    imports: [
-      ...(sweepIntervalMs !== undefined ? [ScheduleModule.forRoot()] : []),
-      ReactorModule.forRoot({
-        // `{ url }`, or in the cluster run a Cluster connection (the process exits after app.close()).
-        redis: reactorRedisOption().redis,
-        prefix: config.prefix,
-        leaseTtlMs: optionalNumber('LEASE_TTL_MS') ?? 1500,
-        workerConcurrency: optionalNumber('WORKER_CONCURRENCY') ?? 10,
-        maxContextBytes: optionalNumber('MAX_CONTEXT_BYTES'),
-        snoozeDelayMs: optionalNumber('SNOOZE_DELAY_MS'),
-        lockSnoozeMaxAttempts: optionalNumber('LOCK_SNOOZE_MAX_ATTEMPTS'),
-        shutdownGraceMs: optionalNumber('SHUTDOWN_GRACE_MS'),
-        sweeper: sweepIntervalMs !== undefined ? { enabled: true, intervalMs: sweepIntervalMs } : { enabled: false },
-      }),
-      ChaosFixturesModule.forRoot(config),
-    ],
+runWorker('worker-app', async () => {
+  await startChaosWorker({
     providers: [...CHAOS_INTERRUPT_PROVIDERS, ...CHAOS_ASYNC_PROVIDERS, ...CHAOS_COORDINATION_PROVIDERS],
-  };
-  const app = await NestFactory.createApplicationContext(root, {
+    module: {
+      workerConcurrency: optionalNumber('WORKER_CONCURRENCY') ?? 10,
+      maxContextBytes: optionalNumber('MAX_CONTEXT_BYTES'),
+      snoozeDelayMs: optionalNumber('SNOOZE_DELAY_MS'),
+      lockSnoozeMaxAttempts: optionalNumber('LOCK_SNOOZE_MAX_ATTEMPTS'),
+      shutdownGraceMs: optionalNumber('SHUTDOWN_GRACE_MS'),
+    },
     logger: ['log', 'warn', 'error'],
-    abortOnError: false,
+    beforeReady: (workerId) => new Logger('chaos-worker').log(`worker ${workerId} (pid ${process.pid}) bootstrapped`),
   });
-  app.enableShutdownHooks(['SIGTERM', 'SIGINT']);
-  await app.get(ChaosProbe).redis.set(app.get(ChaosProbe).keys.ready(workerId), String(process.pid));
-  new Logger('chaos-worker').log(`worker ${workerId} (pid ${process.pid}) bootstrapped`);
-  process.stdout.write('ready\n');
-}
-
-main().catch((error: unknown) => {
-  process.stderr.write(`worker-app failed: ${(error as Error)?.stack ?? String(error)}\n`);
-  process.exit(1);
 });
