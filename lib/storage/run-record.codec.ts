@@ -481,6 +481,8 @@ function commonUndo(stored: Written['undo'], current: readonly UndoEntry[]): num
  * that cannot be written is the run's to fail on.
  */
 function progressJson(state: RunState, json: (value: unknown, what: string) => string): string {
+  // The common checkpoint of a run under way: nothing but its status (what JSON.stringify writes).
+  if (onlyStatus(state)) return `{"status":${JSON.stringify(state.status)}}`;
   const head = progress(state);
   let out: string | undefined;
   try {
@@ -499,6 +501,30 @@ function progressJson(state: RunState, json: (value: unknown, what: string) => s
   const halt = head.halt && { ...head.halt, details: safe(head.halt.details) };
   return json({ ...head, failure, halt }, "the run's value");
 }
+
+/** Whether the run's progress ({@link progress}) holds its status and nothing else. */
+function onlyStatus(state: RunState): boolean {
+  for (const field in OTHER_PROGRESS) if (state[field as keyof typeof OTHER_PROGRESS] !== undefined) return false;
+  return true;
+}
+
+/** Every field of the progress but the status (a field added to it does not compile until listed). */
+const OTHER_PROGRESS: { readonly [K in Exclude<keyof ReturnType<typeof progress>, 'status'>]: true } = {
+  value: true,
+  failure: true,
+  halt: true,
+  cancellation: true,
+  rollback: true,
+  handoff: true,
+  interrupts: true,
+  asyncUnits: true,
+  coordination: true,
+  stepContentions: true,
+  asyncParent: true,
+  retryAt: true,
+  flow: true,
+  finishedAt: true,
+};
 
 /** Arguments with each large one replaced by its kind and size. */
 function bounded(args: unknown): unknown {
