@@ -132,7 +132,8 @@ export class RunExecution extends RunScope implements NestedExecution {
    */
   private async traced(operation: 'run' | 'undo', resumed: boolean, body: () => Promise<RunOutcome>) {
     const tracing = this.env.tracing;
-    if (!tracing) return body();
+    // No span to make (tracing off, or nothing registered to record one): the steps see NO_SPAN.
+    if (!tracing?.enabled) return body();
     const span = tracing.start(`reactor.${operation} ${this.def.name}`, {
       [ReactorTraceAttributes.REACTOR]: this.def.name,
       [ReactorTraceAttributes.RUN_ID]: this.state.runId,

@@ -27,7 +27,10 @@
  */
 import {
   context,
+  createContextKey,
   propagation,
+  ProxyTracerProvider,
+  ROOT_CONTEXT,
   SpanKind,
   SpanStatusCode,
   trace,
@@ -141,7 +144,10 @@ export interface TraceSpan {
 
 /** What the engine needs of a tracing backend. */
 export interface Tracing {
-  /** Whether tracing is on at all (off: no spans, nothing carried, nothing to build). */
+  /**
+   * Whether tracing is on (off: no spans, nothing carried, nothing to build). Read per job and
+   * per run: the global API's is off while no SDK is registered.
+   */
   readonly enabled: boolean;
   /** Whether compensate and undo callbacks get spans of their own ({@link ReactorTracingOptions}). */
   readonly rollbackSpans: boolean;
@@ -238,32 +244,61 @@ function carrierOf(active: Context): Record<string, string> | undefined {
 
 const TRACEPARENT = 'traceparent';
 
+const PROBE = createContextKey('nest-reactor.context-manager-probe');
+const PROBE_CONTEXT = ROOT_CONTEXT.setValue(PROBE, true);
+
+/**
+ * Whether the global OpenTelemetry API can record or carry nothing now: no tracer provider is
+ * registered (its spans would record nothing) and no context manager (a context made active is
+ * not: a job's trace context could not reach the spans and jobs after it). Then a span, a job's
+ * carrier and a resumed context would each do nothing, so none is made (DD-speed22-10). Asked per
+ * job and per run: an SDK registered later is used from then on. Another copy of the API (not a
+ * `ProxyTracerProvider` of this one) counts as registered.
+ */
+function inert(): boolean {
+  const provider = trace.getTracerProvider();
+  if (!(provider instanceof ProxyTracerProvider) || provider.getDelegateTracer(REACTOR_TRACER_NAME) !== undefined)
+    return false;
+  return !context.with(PROBE_CONTEXT, probeIsActive);
+}
+
+function probeIsActive(): boolean {
+  return context.active() === PROBE_CONTEXT;
+}
+
 /**
  * The global OpenTelemetry API: spans from the global tracer provider, jobs carrying the context
  * through the global propagator. When no propagator is registered (a bare tracer provider), the
  * span context still travels as a W3C `traceparent`, so the engine's own jobs stay in one trace.
+ * `enabled` is false while nothing is registered to record or carry a span ({@link inert}).
  */
-export const openTelemetryTracing: Tracing = {
-  enabled: true,
-  rollbackSpans: false,
-  start: (name, attributes, kind = 'internal') => startSpan(name, attributes, context.active(), SPAN_KINDS[kind]),
-  carrier: () => carrierOf(context.active()),
-  resume: (carrier, fn) => {
-    if (carrier === undefined) return fn();
-    let extracted = propagation.extract(context.active(), carrier);
-    if (trace.getSpanContext(extracted) === undefined && typeof carrier[TRACEPARENT] === 'string') {
-      const parsed = parseTraceparent(carrier[TRACEPARENT]);
-      if (parsed) extracted = trace.setSpanContext(extracted, parsed);
-    }
-    return context.with(extracted, fn);
-  },
-};
+export const openTelemetryTracing: Tracing = globalApiTracing(false);
+
+function globalApiTracing(rollbackSpans: boolean): Tracing {
+  return {
+    get enabled() {
+      return !inert();
+    },
+    rollbackSpans,
+    start: (name, attributes, kind = 'internal') => startSpan(name, attributes, context.active(), SPAN_KINDS[kind]),
+    carrier: () => carrierOf(context.active()),
+    resume: (carrier, fn) => {
+      if (carrier === undefined) return fn();
+      let extracted = propagation.extract(context.active(), carrier);
+      if (trace.getSpanContext(extracted) === undefined && typeof carrier[TRACEPARENT] === 'string') {
+        const parsed = parseTraceparent(carrier[TRACEPARENT]);
+        if (parsed) extracted = trace.setSpanContext(extracted, parsed);
+      }
+      return context.with(extracted, fn);
+    },
+  };
+}
 
 /** Tracing through the global OpenTelemetry API as `option` says, or none (`false`). */
 export function tracingOf(option: TracingOption): Tracing {
   if (option === false) return NO_TRACING;
   if (option === true || option.rollbackSpans !== true) return openTelemetryTracing;
-  return { ...openTelemetryTracing, rollbackSpans: true };
+  return globalApiTracing(true);
 }
 
 function traceparentOf(spanContext: SpanContext): string {
