@@ -1,10 +1,10 @@
 import { RedisKeys, RedisLockManager, RedisMapStore } from '../../lib/storage/redis';
 import { describeMapStoreConformance } from '../conformance/map-store.conformance';
 import { cleanupPrefix } from '../setup/redis';
-import { redisSpecFile } from '../support/redis-spec-file';
+import { redisSpecFile, storedKeys } from '../support/redis-spec-file';
 import { testCipher } from '../conformance/test-cipher';
 
-const { redis, nextPrefix, itLeavesNoKeysBehind } = redisSpecFile('redis-map-conformance');
+const { redis, filePrefix, nextPrefix } = redisSpecFile('redis-map-conformance');
 
 /** A Redis map store and lock manager under a fresh prefix per test. */
 describeMapStoreConformance('redis', () => {
@@ -24,4 +24,6 @@ describeMapStoreConformance('redis', () => {
 });
 
 // Runs after the suite above (declaration order): every test cleaned up after itself.
-itLeavesNoKeysBehind();
+it('leaves no keys of its tests behind in Redis', async () => {
+  expect(await storedKeys(redis, filePrefix)).toEqual([]);
+});

@@ -1,11 +1,11 @@
 import { RedisKeys, RedisLockManager, RedisReactorStorage } from '../../lib/storage/redis';
 import { cleanupPrefix } from '../setup/redis';
-import { redisSpecFile } from '../support/redis-spec-file';
+import { redisSpecFile, storedKeys } from '../support/redis-spec-file';
 import type { AdapterFactory } from '../conformance/adapter-harness';
 import { describeLockManagerConformance } from '../conformance/lock-manager.conformance';
 import { describeStorageConformance } from '../conformance/storage.conformance';
 
-const { redis, nextPrefix, itLeavesNoKeysBehind } = redisSpecFile('redis-conformance');
+const { redis, filePrefix, nextPrefix } = redisSpecFile('redis-conformance');
 
 /** Redis adapters under a fresh prefix per test; real time, 100 ms leases for expiry tests. */
 const redisFactory: AdapterFactory = (options = {}) => {
@@ -42,4 +42,6 @@ describeStorageConformance('redis', redisFactory);
 describeLockManagerConformance('redis', redisFactory);
 
 // Runs after the suites above (declaration order): every test cleaned up after itself.
-itLeavesNoKeysBehind();
+it('leaves no keys of its tests behind in Redis', async () => {
+  expect(await storedKeys(redis, filePrefix)).toEqual([]);
+});
