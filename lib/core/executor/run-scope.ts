@@ -289,16 +289,18 @@ export abstract class RunScope implements StepScope {
 
   async emit(event: RunEvent): Promise<void> {
     if (this.middleware.empty) return;
-    await this.middleware.emit({
-      ...event,
-      runId: this.state.runId,
-      reactorName: this.def.name,
-      at: this.env.clock.now(),
-    } as ReactorEvent);
+    // Assigned, not spread: see DD-speed22-11.
+    await this.middleware.emit(
+      Object.assign({}, event, {
+        runId: this.state.runId,
+        reactorName: this.def.name,
+        at: this.env.clock.now(),
+      }) as ReactorEvent,
+    );
   }
 
   async emitStep(step: StepDefinition, event: StepEvent): Promise<void> {
     if (this.middleware.empty) return;
-    await this.emit({ ...event, step: step.name } as RunEvent);
+    await this.emit(Object.assign({}, event, { step: step.name }) as RunEvent);
   }
 }

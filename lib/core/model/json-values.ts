@@ -265,3 +265,24 @@ function objectAsStored<T extends object>(value: T, depth: number): T {
 function isNegativeZero(n: number): boolean {
   return n === 0 && 1 / n < 0;
 }
+
+/**
+ * Copy the own enumerable string-keyed properties of `source` (none when it is undefined) onto
+ * `target` and return `target`: `{ ...source }` when `target` is `{}`, as fast as building it by
+ * hand. A property later added to an object made by a spread takes V8's slow path on Node 20 (a few
+ * µs each on the run's hot path, DD-speed22-11); one added to this copy does not. A `__proto__` key
+ * (JSON.parse makes it an own property) is copied as an own property too, as a spread copies it,
+ * never set as the prototype.
+ */
+export function copyOwn<T extends Record<string, unknown>>(target: T, source: object | undefined): T {
+  if (source === undefined) return target;
+  for (const key of Object.keys(source)) {
+    const value = (source as Record<string, unknown>)[key];
+    if (key === '__proto__') {
+      Object.defineProperty(target, key, { value, writable: true, enumerable: true, configurable: true });
+    } else {
+      (target as Record<string, unknown>)[key] = value;
+    }
+  }
+  return target;
+}

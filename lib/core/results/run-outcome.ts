@@ -125,33 +125,37 @@ export type RunOutcome<T = unknown> =
 
 /** The caller-facing outcome of a run, from its state. */
 export function outcomeOf<T = unknown>(state: RunState): RunOutcome<T> {
-  const base = {
-    runId: state.runId,
-    reactorName: state.reactorName,
-    results: publicResults(state),
-    trace: state.trace,
-    attempts: state.attempts,
-  };
+  // Each outcome is its base object with its own fields assigned to it: on Node 20 a property added
+  // after a spread (`{ ...base, status }`) takes V8's slow path (DD-speed22-11).
+  const base = <X extends object>(fields: X) =>
+    Object.assign(
+      {
+        runId: state.runId,
+        reactorName: state.reactorName,
+        results: publicResults(state),
+        trace: state.trace,
+        attempts: state.attempts,
+      },
+      fields,
+    );
   switch (state.status) {
     case 'completed':
-      return { ...base, status: 'completed', value: publicValue(state, state.value) as T };
+      return base({ status: 'completed' as const, value: publicValue(state, state.value) as T });
     case 'failed':
-      return { ...base, status: 'failed', failure: state.failure ?? brokenFailure(state) };
+      return base({ status: 'failed' as const, failure: state.failure ?? brokenFailure(state) });
     case 'halted':
-      return {
-        ...base,
-        status: 'halted',
+      return base({
+        status: 'halted' as const,
         stepName: state.halt?.step ?? '',
         reason: state.halt?.reason ?? '',
         details: state.halt?.details,
-      };
+      });
     case 'cancelled':
-      return {
-        ...base,
-        status: 'cancelled',
+      return base({
+        status: 'cancelled' as const,
         reason: state.cancellation?.reason ?? 'cancelled',
         rollbackFailures: state.cancellation?.rollbackFailures ?? [],
-      };
+      });
     case 'paused': {
       const waitingFor: PendingInterrupt[] = waitingInterrupts(state).map(({ record }) => ({
         path: record.path,
@@ -160,18 +164,17 @@ export function outcomeOf<T = unknown>(state: RunState): RunOutcome<T> {
         ...(record.timeoutAt !== undefined ? { timeoutAt: record.timeoutAt } : {}),
       }));
       const first = waitingFor[0];
-      return {
-        ...base,
-        status: 'paused',
+      return base({
+        status: 'paused' as const,
         stepName: first?.path ?? state.handoff?.step ?? '',
         ...(first?.correlationId !== undefined ? { correlationId: first.correlationId } : {}),
         ...(first?.timeoutAt !== undefined ? { timeoutAt: first.timeoutAt } : {}),
         waitingFor,
-      };
+      });
     }
     default: {
       const handle = flowHandleOf(state);
-      return handle ? { ...base, status: 'dispatched', flow: handle } : { ...base, status: 'dispatched' };
+      return handle ? base({ status: 'dispatched' as const, flow: handle }) : base({ status: 'dispatched' as const });
     }
   }
 }
