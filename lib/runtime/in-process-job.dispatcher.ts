@@ -81,7 +81,7 @@ export class InProcessJobDispatcher implements JobDispatcher {
     const id = String(++this.sequence);
     // Delivered as a copy (as a queue would), with how it was delivered (for the CONSUMER span).
     const payload: ReactorJob = JSON.parse(JSON.stringify(job)) as ReactorJob;
-    withDelivery(payload, { ...IN_PROCESS_DELIVERY, messageId: id });
+    withDelivery(payload, Object.assign({}, IN_PROCESS_DELIVERY, { messageId: id }));
     const delayMs = options.delayMs ?? 0;
     const run = () => {
       void this.deliver(payload).finally(() => dedupeId !== undefined && this.deduped.delete(dedupeId));

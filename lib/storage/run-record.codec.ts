@@ -283,12 +283,12 @@ export function encodeDelta(
   }
 
   if (bytes > maxBytes) throw new ContextTooLargeError(state.runId, bytes, maxBytes);
-  return {
+  // `tags` is set last, not spread in (DD-speed22-11: a property after a spread is V8's slow path).
+  const delta: RecordDelta = {
     full,
     set,
     del,
     bytes,
-    ...(newTags && newTags.length > 0 ? { tags: newTags } : {}),
     commit: () => {
       if (tagsChanged) w.tags = tagsJson;
       w.completed = state.completed.length;
@@ -307,6 +307,8 @@ export function encodeDelta(
       return w;
     },
   };
+  if (newTags && newTags.length > 0) delta.tags = newTags;
+  return delta;
 }
 
 /**

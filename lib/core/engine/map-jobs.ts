@@ -120,12 +120,14 @@ export class MapJobs {
     const held = this.leases.keep(lease, { onLost: () => tracked.abort.abort('lease-lost') });
     try {
       const elementState = state;
-      const env: ExecutionEnv = {
-        ...this.executions.env('worker', lease, { runId: meta.ownerRunId, reactorName: meta.ownerReactor }),
-        inElement: true,
-        enqueueResume: (_runId, _reactorName, delayMs) => this.dispatch.one(single, delayMs),
-        abort: tracked.abort,
-      };
+      // The env is made for this element: its fields set on it, not spread into a copy (DD-speed22-11).
+      const env: ExecutionEnv = this.executions.env('worker', lease, {
+        runId: meta.ownerRunId,
+        reactorName: meta.ownerReactor,
+      });
+      env.inElement = true;
+      env.enqueueResume = (_runId, _reactorName, delayMs) => this.dispatch.one(single, delayMs);
+      env.abort = tracked.abort;
       // Checkpoints of an element go to the map's element state; its final record is written by settle.
       const save = async (final: boolean) => {
         if (isTerminal(elementState.status)) return;
@@ -204,10 +206,11 @@ export class MapJobs {
         ]);
       } else {
         const def = this.registry.get(meta.elementReactor);
-        const env: ExecutionEnv = {
-          ...this.executions.env('worker', lease, { runId: meta.ownerRunId, reactorName: meta.ownerReactor }),
-          inElement: true,
-        };
+        const env: ExecutionEnv = this.executions.env('worker', lease, {
+          runId: meta.ownerRunId,
+          reactorName: meta.ownerReactor,
+        });
+        env.inElement = true;
         const save = async () => maps.putElementState(mapId, index, state, lease);
         failures = tag(await new RunExecution(def, state, env, save, false).undoAll());
       }

@@ -434,15 +434,18 @@ export class MemoryReactorStorage implements ReactorStorage {
     const cancel = terminal || options.createOnly ? undefined : existing?.cancel;
     const score = indexScore(state);
     const now = this.clock.now();
-    this.runs.set(state.runId, {
+    // Built field by field, the cancel request last when there is one (DD-speed22-11: a property after
+    // a spread is V8's slow path on Node 20).
+    const stored: StoredRun = {
       fields,
       status: state.status,
       terminal,
       updatedAt: score,
       broken: false,
-      ...(cancel !== undefined ? { cancel } : {}),
       expiresAt: now + recordTtlMs(state.status, score, now, this.retention),
-    });
+    };
+    if (cancel !== undefined) stored.cancel = cancel;
+    this.runs.set(state.runId, stored);
     if (++this.saves % PURGE_EVERY === 0 && this.retention.contextTtlMs !== KEPT) this.purge();
     if (lease && options.releaseLease) void this.locks?.release(lease);
     else if (lease && options.leaseTtlMs !== undefined) this.locks?.refresh(lease, options.leaseTtlMs);
