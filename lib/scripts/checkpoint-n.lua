@@ -58,6 +58,10 @@
                      it: a run's first save in the caller; with createOnly, an existing record is
                      refused first
                    6 full: replace the whole record (delete, then write the fields)
+                   7 announce (optional; 6 flags mean "0"): once written, PUBLISH "settled" on
+                     the run's wake-up channel, `<record key>:events` (the engine sets it on a
+                     write of a settled run, terminal or paused: its waiters and watchers in other
+                     processes wake without a command of their own)
              +8  write number: with the token, the stamp `<token>:<n>` unique to this write of this
                  writer (unused for an unfenced write). Stored in the record's `w` field; a re-sent
                  script (its reply was lost and the client sent it again) finds its own stamp and
@@ -112,7 +116,7 @@ local function checkpoint(record, leaseKey, index, runsKey, tagKeys, a, o)
   local ttl = tonumber(recordTtl)
   local s = tonumber(a[o + 10])
   local d = tonumber(a[o + 11])
-  if not leaseTtl or not score or not created or not ttl or ttl <= 0 or not s or not d or s % 2 ~= 0 or #flags ~= 6 then
+  if not leaseTtl or not score or not created or not ttl or ttl <= 0 or not s or not d or s % 2 ~= 0 or (#flags ~= 6 and #flags ~= 7) then
     return -2
   end
   local terminal = string.sub(flags, 1, 1)
@@ -121,6 +125,7 @@ local function checkpoint(record, leaseKey, index, runsKey, tagKeys, a, o)
   local releaseLease = string.sub(flags, 4, 4) == "1"
   local acquireLease = string.sub(flags, 5, 5) == "1"
   local full = string.sub(flags, 6, 6) == "1"
+  local announce = string.sub(flags, 7, 7) == "1"
 
   -- This very write was applied already (a re-send after a lost reply).
   local function mine()
@@ -217,6 +222,9 @@ local function checkpoint(record, leaseKey, index, runsKey, tagKeys, a, o)
     redis.call("DEL", leaseKey)
   elseif token ~= "" and leaseTtl > 0 then
     redis.call("PEXPIRE", leaseKey, leaseTtl)
+  end
+  if announce then
+    redis.call("PUBLISH", record .. ":events", "settled")
   end
   if cancel then
     return 3

@@ -1,7 +1,8 @@
+import { RedisReactorStorage } from '../../lib/storage/redis/redis-reactor.storage';
 import { RedisKeys } from '../../lib/storage/redis/redis.keys';
 import { RedisRunEventBus } from '../../lib/storage/redis/redis-run-events';
 import { describeRunEventBusConformance } from '../conformance/run-events.conformance';
-import { newRunId, T0 } from '../conformance/run-state.factory';
+import { makeRunState, newRunId, T0 } from '../conformance/run-state.factory';
 import { cleanupPrefix, redisUrl } from '../setup/redis';
 import { redisSpecFile } from '../support/redis-spec-file';
 import { keySlot } from './key-slot';
@@ -97,6 +98,53 @@ describe('RedisRunEventBus: keys, round trips, TTL and the subscriber connection
     await redis.xadd(keys.runEventsKey(runId), '*', 'e', '{not json');
     await bus.append({ type: 'run.started', runId, reactorName: 'r', at: T0 });
     expect((await bus.read(runId)).map((e) => e.event.type)).toEqual(['run.started']);
+  });
+});
+
+describe('RedisReactorStorage announces a settled run in the write that stores it', () => {
+  const prefix = `${filePrefix}:own:announce`;
+  const keys = new RedisKeys({ prefix });
+  let monitor: RedisMonitor;
+
+  beforeAll(async () => {
+    monitor = await RedisMonitor.start(redisUrl());
+  });
+  afterAll(async () => {
+    monitor.close();
+    await cleanupPrefix(redis, `${prefix}:`);
+  });
+
+  it('a terminal or paused save publishes `settled` on the run’s channel from its script; a running one, or a keyPrefix connection, does not', async () => {
+    const client = newClient();
+    const storage = new RedisReactorStorage(client, { keys });
+    expect(storage.announcesSettled).toBe(true);
+    const bus = new RedisRunEventBus(newClient(), { keys });
+    const state = makeRunState();
+    const heard: string[] = [];
+    const off = await bus.subscribe(state.runId, (wakeUp) => heard.push(wakeUp));
+    const publishes = (commands: string[][]) => commands.filter((c) => c[0].toLowerCase() === 'publish');
+
+    const running = await monitor.withScriptCommands(client, prefix, () => storage.save(state));
+    expect(running.sent.map((c) => c[0].toLowerCase())).toEqual([expect.stringMatching(/^eval(sha)?$/)]);
+    expect(publishes(running.inside)).toEqual([]);
+
+    state.status = 'paused';
+    const paused = await monitor.withScriptCommands(client, prefix, () => storage.save(state));
+    expect(paused.sent.map((c) => c[0].toLowerCase())).toEqual(['evalsha']); // no PUBLISH of its own
+    expect(publishes(paused.inside)).toEqual([['PUBLISH', keys.runEventsChannel(state.runId), 'settled']]);
+
+    state.status = 'completed';
+    const completed = await monitor.withScriptCommands(client, prefix, () => storage.save(state));
+    expect(publishes(completed.inside)).toEqual([['PUBLISH', keys.runEventsChannel(state.runId), 'settled']]);
+    for (let i = 0; i < 100 && heard.length < 2; i++) await new Promise((r) => setTimeout(r, 10));
+    expect(heard).toEqual(['settled', 'settled']);
+    off();
+    await bus.close();
+
+    // With an ioredis keyPrefix the script's keys carry it and the bus's channels do not: the engine signals.
+    const prefixed = newClient();
+    (prefixed.options as { keyPrefix?: string }).keyPrefix = 'app:';
+    expect(new RedisReactorStorage(prefixed, { keys }).announcesSettled).toBe(false);
   });
 });
 

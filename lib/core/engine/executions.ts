@@ -275,7 +275,10 @@ export class Executions {
       }
       const save = RunExecution.saver(env, state, { onRelease: () => (released = true) });
       const outcome = await new RunExecution(def, state, env, save).execute(resumed);
-      if (outcome.status !== 'dispatched') this.waiters.notify(state.runId);
+      // Its last save stored it settled: with a storage that announces such writes, that woke the
+      // waiters in other processes already (one PUBLISH less per run).
+      if (outcome.status !== 'dispatched')
+        this.waiters.notify(state.runId, this.parts.storage.announcesSettled === true);
       if (outcome.status === 'paused') await this.afterPause?.(state);
       // An async unit that finished resumes the run that dispatched it (its readers wait for it).
       if (isTerminal(state.status)) await this.ended(state);

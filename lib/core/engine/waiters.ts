@@ -124,11 +124,15 @@ export class Waiters {
     return new RunWatch(this, runId, options);
   }
 
-  /** A run was stored settled (terminal or paused) here: wake its waiters and watchers, here and elsewhere. */
-  notify(runId: string): void {
+  /**
+   * A run was stored settled (terminal or paused) here: wake its waiters and watchers, here and
+   * elsewhere (`announced`: the write that stored it woke those elsewhere, see
+   * `ReactorStorage.announcesSettled`).
+   */
+  notify(runId: string, announced = false): void {
     this.wakeLocal(runId);
     // Best effort: a wake-up lost here is found by the waiters' fallback polling.
-    this.bus?.signal(runId).catch(() => undefined);
+    if (!announced) this.bus?.signal(runId).catch(() => undefined);
     if (this.logSettles) void this.logSettled(runId);
   }
 

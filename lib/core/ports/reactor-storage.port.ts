@@ -83,6 +83,12 @@ export interface ReactorStorage {
    */
   readonly encryptsInputs?: boolean;
   /**
+   * Whether a save that stores a settled run (terminal or paused) also wakes the run's waiters and
+   * watchers in other processes, as `RunEventBus.signal` does, in the same write: the engine then
+   * sends no signal of its own after the run's last save (it still wakes this process's).
+   */
+  readonly announcesSettled?: boolean;
+  /**
    * Write the run. Returns false when nothing was written: with `createOnly` because the run
    * exists, otherwise because the stored record is terminal and the state is not (unless
    * `reopen`); the engine treats the latter as a stale writer and stops. Throws `LeaseLostError`

@@ -109,6 +109,13 @@ export class RedisReactorStorage implements ReactorStorage {
   private readonly cluster: boolean;
   /** Sends the checkpoints of one event-loop turn together (see {@link CheckpointBatcher}). */
   private readonly batcher: CheckpointBatcher;
+  /**
+   * A save of a settled run (terminal or paused) publishes its wake-up (`RunEventBus.signal`'s
+   * `settled`, on the run's channel) in the same script, so the engine sends no `PUBLISH` of its
+   * own. Off when the connection has an ioredis `keyPrefix`: the script's keys carry it, the
+   * channels the bus subscribes to do not.
+   */
+  readonly announcesSettled: boolean;
   /** Numbers this adapter's fenced writes, so each has a stamp of its own (see checkpoint-n.lua). */
   private writes = 0;
   private readonly runKeys = new WeakMap<
@@ -138,6 +145,8 @@ export class RedisReactorStorage implements ReactorStorage {
     this.clock = options.clock ?? systemClock;
     defineScripts(redis);
     this.cluster = (redis as { isCluster?: boolean }).isCluster === true;
+    const connection = (redis as { options?: { keyPrefix?: string; redisOptions?: { keyPrefix?: string } } }).options;
+    this.announcesSettled = !connection?.keyPrefix && !connection?.redisOptions?.keyPrefix;
     // The reactors' runs indexes keep a run as long as any record can be kept (`list` must not lose a stored run).
     this.batcher = new CheckpointBatcher(redis, longestRetentionMs(this.retention));
   }
@@ -162,6 +171,7 @@ export class RedisReactorStorage implements ReactorStorage {
     // Tags this write sets: their indexes' keys follow (written in the same call, in the run's slot).
     if (delta.tags) for (const [key, value] of delta.tags) keys.push(this.tagKeyOf(state, key, value));
     const token = lease?.token ?? '';
+    const terminal = isTerminal(state.status);
     const score = indexScore(state);
     const fixed = [
       keys.length,
@@ -173,12 +183,13 @@ export class RedisReactorStorage implements ReactorStorage {
       (options.createOnly || delta.tags) && score !== state.createdAt ? `${score}:${state.createdAt}` : score,
       token,
       leaseTtl,
-      flag(isTerminal(state.status)) +
+      flag(terminal) +
         flag(options.createOnly) +
         flag(options.reopen) +
         flag(options.releaseLease) +
         flag(options.acquireLease) +
-        flag(delta.full),
+        flag(delta.full) +
+        flag(this.announcesSettled && (terminal || state.status === 'paused')),
       lease ? ++this.writes : 0,
       recordTtlMs(state.status, score, this.clock.now(), this.retention),
       delta.set.length,
