@@ -219,6 +219,22 @@ describe('RedisReactorStorage: keys, TTLs and index', () => {
     expect(() => new RedisKeys({ prefix: 'a{b' })).toThrow(RangeError);
     expect(() => new RedisKeys({ shards: 0 })).toThrow(RangeError);
   });
+
+  it('puts a run in the shard of the FNV-1a hash of its root id’s UTF-8 bytes, ASCII or not (stored runs never move)', () => {
+    const fnv = (id: string) => {
+      let hash = 0x811c9dc5;
+      for (const byte of Buffer.from(id, 'utf8')) hash = Math.imul(hash ^ byte, 0x01000193) >>> 0;
+      return hash;
+    };
+    const sharded = new RedisKeys({ shards: 128 });
+    for (const id of ['abc', 'r-1', newRunId(), 'café-1', 'заказ-42', '🚀-run', 'a\u0080b']) {
+      expect(sharded.shardOf(id)).toBe(fnv(id) % 128);
+      expect(sharded.shardOf(`${id}/child/step`)).toBe(fnv(id) % 128);
+    }
+    // Pinned: a change here would move every stored run to another shard.
+    expect([sharded.shardOf('abc'), sharded.shardOf('café-1')]).toEqual([fnv('abc') % 128, fnv('café-1') % 128]);
+    expect(sharded.shardOf('abc')).toBe(11);
+  });
 });
 
 describe('Redis Cluster slots', () => {

@@ -145,10 +145,26 @@ export class RedisKeys {
    * modulo {@link shards}. A composed child shares its root's shard.
    */
   shardOf(runId: string): number {
+    const root = this.rootRunId(runId);
     let hash = 0x811c9dc5;
-    for (const byte of Buffer.from(this.rootRunId(runId), 'utf8')) {
-      hash ^= byte;
+    // An ASCII id's UTF-8 bytes are its char codes: hashed without a Buffer (the same hash; a run's
+    // keys ask for it several times per run).
+    let ascii = true;
+    for (let i = 0; i < root.length; i++) {
+      const code = root.charCodeAt(i);
+      if (code >= 0x80) {
+        ascii = false;
+        break;
+      }
+      hash ^= code;
       hash = Math.imul(hash, 0x01000193) >>> 0;
+    }
+    if (!ascii) {
+      hash = 0x811c9dc5;
+      for (const byte of Buffer.from(root, 'utf8')) {
+        hash ^= byte;
+        hash = Math.imul(hash, 0x01000193) >>> 0;
+      }
     }
     return hash % this.shards;
   }
