@@ -4,6 +4,8 @@
  *
  * `npm run bench -- engine durable map user coordination cluster scaling flow live` runs only the named groups. Redis: a
  * private `redis-server` on a free port (command counts are server-wide), or BENCH_REDIS_URL.
+ * `user`: BENCH_ROUNDS=3 runs each scenario three times, the sides in turn, and reports medians (on
+ * shared cores one pass can land a burst of load on one side).
  */
 import * as os from 'node:os';
 import { clusterDistribution, printClusterDistribution } from './cluster-distribution.bench';
