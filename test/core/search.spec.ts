@@ -52,6 +52,28 @@ describe('search (issue 25): list by tag, run id and correlation id', () => {
     expect((await engine.list({ reactor: 'retag', tag: 'stage=one' })).runs).toEqual([]);
   });
 
+  it('a step that destructures its ctx can still tag the run and read the rest of it', async () => {
+    const { engine } = createHarness();
+    const seen: unknown[] = [];
+    const def = defineReactor('destructured', (r: ReactorBuilder<object>) =>
+      r.step(
+        'a',
+        (_: object, { tag, fence, signal, runId, reactorName, stepName, attempt }) => {
+          tag('stage', 'done');
+          seen.push(runId, reactorName, stepName, attempt, signal.aborted);
+          expect(() => fence()).toThrow(/ctx.fence\(\): the run holds no lock/);
+          return success(1);
+        },
+        {},
+      ),
+    );
+    const { runId } = await engine.run(def, {});
+    expect(seen).toEqual([runId, 'destructured', 'a', 1, false]);
+    expect((await engine.list({ reactor: 'destructured', tag: 'stage=done' })).runs.map((r) => r.runId)).toEqual([
+      runId,
+    ]);
+  });
+
   it('finds one run by run id or by the correlation id of its interrupt, when it is the reactor’s', async () => {
     const { engine } = createHarness();
     const def = defineReactor('approval', (r: ReactorBuilder<{ orderId: string }>) => {
