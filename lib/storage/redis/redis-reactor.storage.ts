@@ -158,12 +158,8 @@ export class RedisReactorStorage implements ReactorStorage {
    * @throws ContextTooLargeError over `maxContextBytes` (checked before sending).
    */
   async save(state: RunState, options: SaveOptions = {}): Promise<boolean> {
-    const delta = encodeDelta(
-      state,
-      options.createOnly ? undefined : this.written.get(state),
-      this.maxContextBytes,
-      this.sealer,
-    );
+    const written = options.createOnly ? undefined : this.written.get(state);
+    const delta = encodeDelta(state, written, this.maxContextBytes, this.sealer);
     const { lease } = options;
     const leaseTtl = lease && options.leaseTtlMs !== undefined ? normalizeTtlMs(options.leaseTtlMs, 'leaseTtlMs') : 0;
     const runId = state.runId;
@@ -199,12 +195,14 @@ export class RedisReactorStorage implements ReactorStorage {
       this.groupOf(runId),
       keys,
       packable(token, delta.set, delta.del)
-        ? [fixed.concat(delta.set, delta.del).join(SEPARATOR)]
+        ? [packed(fixed, delta.set, delta.del)]
         : fixed.concat(delta.set, delta.del),
     );
     if (isErrorCode(result)) throw storageError(result, { runId, operation: 'save (checkpoint-n.lua)' });
     if (result !== CheckpointResult.Written && result !== CheckpointResult.WrittenCancelRequested) return false;
-    this.written.set(state, delta.commit());
+    // A diffed delta updates the stored view in place: the map is written only for a new one.
+    const committed = delta.commit();
+    if (committed !== written) this.written.set(state, committed);
     if (result === CheckpointResult.WrittenCancelRequested && !this.cancels.has(state)) {
       // Rare (once per cancelled run): read the reason the checkpoint reported.
       const reason = await this.redis.hget(this.keys.runKey(runId), CANCEL_FIELD);
@@ -484,6 +482,14 @@ const SEPARATOR = '\0';
  * Whether a checkpoint's arguments can be packed into one string: none holds a NUL. JSON values
  * never do (a NUL in a string is written `\u0000`); names and sealed values (`~...`) are checked.
  */
+/** A block's arguments joined by {@link SEPARATOR}, part by part (no array of them all made to join). */
+function packed(fixed: ReadonlyArray<string | number>, set: readonly string[], del: readonly string[]): string {
+  let block = fixed.join(SEPARATOR);
+  if (set.length > 0) block += SEPARATOR + set.join(SEPARATOR);
+  if (del.length > 0) block += SEPARATOR + del.join(SEPARATOR);
+  return block;
+}
+
 function packable(token: string, set: readonly string[], del: readonly string[]): boolean {
   if (token.includes(SEPARATOR)) return false;
   for (let i = 0; i < set.length; i += 2) {
