@@ -92,6 +92,36 @@ export default defineConfig(
   ...coreBoundary,
   ...coreFloors,
   {
+    // The run's hot path (per step, per run, per element, per job): objects V8 builds on its slow
+    // path on Node 20 (a few µs each), see DD-speed22-11 and DD-speed22-13.
+    files: [
+      'lib/core/executor/**/*.ts',
+      'lib/core/steps/**/*.ts',
+      'lib/core/results/**/*.ts',
+      'lib/core/engine/{executions,run-jobs,map-jobs,dispatch,job-tracing}.ts',
+      'lib/storage/run-record.codec.ts',
+      'lib/storage/redis/{redis-reactor.storage,checkpoint-batcher}.ts',
+      'lib/storage/memory/memory-reactor.storage.ts',
+      'lib/live/live-events.middleware.ts',
+      'lib/queue/bullmq-job.dispatcher.ts',
+      'lib/runtime/in-process-job.dispatcher.ts',
+    ],
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        {
+          selector: 'ObjectExpression > SpreadElement ~ Property',
+          message:
+            'A property after a spread is built on V8 slow path on Node 20 (DD-speed22-11): assign it (Object.assign, or set it on the copy made by copyOwn).',
+        },
+        {
+          selector: "ObjectExpression > Property[kind='get']",
+          message: 'An object literal with a getter is built on V8 slow path on Node 20 (DD-speed22-13): use a class.',
+        },
+      ],
+    },
+  },
+  {
     // Node ES module scripts such as tools/check-import-cycles.mjs.
     files: ['tools/**/*.mjs'],
     languageOptions: { sourceType: 'module', globals: { console: 'readonly', process: 'readonly' } },

@@ -97,12 +97,10 @@ export class BullMqJobDispatcher implements JobDispatcher {
     }
     const attempts = (options.jobRetryCount ?? 3) + 1;
     const backoffMs = options.backoffMs ?? JOB_BACKOFF_BASE_MS;
-    this.baseOptions = {
-      ...DEFAULT_JOB_OPTIONS,
-      ...options.jobOptions,
+    this.baseOptions = Object.assign({}, DEFAULT_JOB_OPTIONS, options.jobOptions, {
       attempts,
-      backoff: { type: 'exponential', delay: backoffMs },
-    };
+      backoff: { type: 'exponential' as const, delay: backoffMs },
+    });
   }
 
   /**
@@ -116,11 +114,11 @@ export class BullMqJobDispatcher implements JobDispatcher {
     const opts = this.jobOptions(options.delayMs, priority);
     if (options.dedupeId === undefined) return (await queue.add(job.kind, identityOf(job), opts)).id;
     const jobId = `${options.dedupeId}-${randomUUID()}`;
-    const added = await queue.add(job.kind, identityOf(job), {
-      ...opts,
-      jobId,
-      deduplication: { id: options.dedupeId },
-    });
+    const added = await queue.add(
+      job.kind,
+      identityOf(job),
+      Object.assign({}, opts, { jobId, deduplication: { id: options.dedupeId } }),
+    );
     return added.id === jobId ? jobId : false;
   }
 

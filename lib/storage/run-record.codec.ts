@@ -497,13 +497,14 @@ function progressJson(state: RunState, json: (value: unknown, what: string) => s
   // A failure shows the inputs and the step's arguments for people (the values themselves are in
   // the record's inputs and undo entries): bounded like the trace's, never failing the run.
   if (out !== undefined && (out.length <= TRACE_ENTRY_LIMIT || !head.failure)) return out;
-  const failure = head.failure && {
-    ...head.failure,
-    inputs: bounded(safe(head.failure.inputs)) as Record<string, unknown>,
-    stepArguments: bounded(safe(head.failure.stepArguments)) as Record<string, unknown> | undefined,
-  };
-  const halt = head.halt && { ...head.halt, details: safe(head.halt.details) };
-  return json({ ...head, failure, halt }, "the run's value");
+  const failure =
+    head.failure &&
+    copyOwn(copyOwn({}, head.failure), {
+      inputs: bounded(safe(head.failure.inputs)) as Record<string, unknown>,
+      stepArguments: bounded(safe(head.failure.stepArguments)) as Record<string, unknown> | undefined,
+    });
+  const halt = head.halt && copyOwn(copyOwn({}, head.halt), { details: safe(head.halt.details) });
+  return json(copyOwn(copyOwn({}, head), { failure, halt }), "the run's value");
 }
 
 /** Whether the run's progress ({@link progress}) holds its status and nothing else. */
@@ -573,10 +574,17 @@ function traceJson(
   try {
     json = compactTraceJson(entry, refOf, seal);
   } catch {
-    return compactTraceJson({ ...entry, arguments: '[not storable]' as never, detail: entry.detail }, refOf);
+    return compactTraceJson(
+      Object.assign({}, entry, { arguments: '[not storable]' as never, detail: entry.detail }),
+      refOf,
+    );
   }
   if (json.length <= TRACE_ENTRY_LIMIT || !entry.arguments) return json;
-  return compactTraceJson({ ...entry, arguments: bounded(entry.arguments) as Record<string, unknown> }, refOf, seal);
+  return compactTraceJson(
+    Object.assign({}, entry, { arguments: bounded(entry.arguments) as Record<string, unknown> }),
+    refOf,
+    seal,
+  );
 }
 
 /**

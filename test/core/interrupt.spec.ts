@@ -51,6 +51,37 @@ const input = { orderId: 'o-1', amount: 42 };
 const approve = { approved: true, by: 'alice' };
 
 describe('interrupts', () => {
+  it("gives its correlationId function the step's context: run, step, attempt, a signal, args, inputs and results so far", async () => {
+    const seen: Record<string, unknown>[] = [];
+    const { engine } = createHarness();
+    const def = defineReactor('ctx-of-interrupt', (r: ReactorBuilder<{ orderId: string }>) => {
+      const orderId = r.input('orderId', { type: 'string' });
+      const reserve = r.step('reserve', () => success('R1'), {});
+      r.interrupt<{ ok: boolean }, { orderId: string }>('approve', {
+        args: { orderId },
+        waitFor: [reserve],
+        correlationId: (run) => {
+          seen.push({ ...run, signal: run.signal });
+          return `order-${run.args.orderId}`;
+        },
+      });
+      return reserve;
+    });
+    const outcome = await engine.run(def, { orderId: 'o-9' });
+    expect(outcome).toMatchObject({ status: 'paused', correlationId: 'order-o-9' });
+    expect(seen[0]).toMatchObject({
+      runId: outcome.runId,
+      reactorName: 'ctx-of-interrupt',
+      stepName: 'approve',
+      attempt: 1,
+      args: { orderId: 'o-9' },
+      inputs: { orderId: 'o-9' },
+      results: { reserve: 'R1' },
+    });
+    expect(seen[0].signal).toBeInstanceOf(AbortSignal);
+    expect((seen[0].signal as AbortSignal).aborted).toBe(false);
+  });
+
   it('pauses once nothing else can run, with the correlation id, the results so far and what it waits for', async () => {
     const log: string[] = [];
     const { engine, storage } = createHarness();

@@ -71,7 +71,7 @@ export class Dispatch {
   async snooze(job: ReactorJob, maxDelayMs?: number): Promise<void> {
     const jitter = Math.floor(Math.random() * this.snoozeJitterMs);
     const delayMs = Math.min(this.snoozeDelayMs + jitter, maxDelayMs ?? Infinity);
-    await this.one({ ...job, snoozes: (job.snoozes ?? 0) + 1 }, delayMs);
+    await this.one(Object.assign({}, job, { snoozes: (job.snoozes ?? 0) + 1 }), delayMs);
   }
 
   /**
@@ -82,7 +82,7 @@ export class Dispatch {
   async contend(job: ReactorJob, retryAfterMs: number | undefined): Promise<void> {
     const jitter = Math.floor(Math.random() * this.snoozeJitterMs);
     const delayMs = retryAfterMs !== undefined ? retryAfterMs + Math.floor(jitter / 10) : this.snoozeDelayMs + jitter;
-    await this.one({ ...job, contentions: (job.contentions ?? 0) + 1 }, delayMs);
+    await this.one(Object.assign({}, job, { contentions: (job.contentions ?? 0) + 1 }), delayMs);
   }
 
   /** Enqueue many jobs at once (map elements), in one call where the dispatcher can. */

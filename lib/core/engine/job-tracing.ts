@@ -105,8 +105,8 @@ function fail(span: TraceSpan, error: unknown): void {
 
 /** `job` as it is enqueued: with `carrier` as its trace context (else the one it has), without `delivery`. */
 function outgoing(job: ReactorJob, carrier: Record<string, string> | undefined): ReactorJob {
-  if (job.delivery === undefined) return carrier ? { ...job, traceContext: carrier } : job;
+  if (job.delivery === undefined) return carrier ? Object.assign({}, job, { traceContext: carrier }) : job;
   // eslint-disable-next-line @typescript-eslint/no-unused-vars
   const { delivery, ...rest } = job;
-  return carrier ? { ...rest, traceContext: carrier } : rest;
+  return carrier ? Object.assign(rest, { traceContext: carrier }) : rest;
 }

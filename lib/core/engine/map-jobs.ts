@@ -174,7 +174,7 @@ export class MapJobs {
     const meta = await this.mapMeta(mapId);
     if (!meta) return;
     const tag = (failures: RollbackFailure[]) =>
-      failures.map((f) => ({ ...f, mapStep: meta.step, elementIndex: index }));
+      failures.map((f) => Object.assign({}, f, { mapStep: meta.step, elementIndex: index }));
     let failures: RollbackFailure[];
     const lease = await this.parts.locks.acquire(elementLeaseKey(mapId, index), this.parts.leaseTtlMs);
     if (!lease) {

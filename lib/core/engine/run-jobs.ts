@@ -177,7 +177,7 @@ export class RunJobs {
       );
     }
     await this.dispatch.one(
-      { ...resumeJob(job.runId, reactorName, job.unit === true), deferrals: deferrals + 1 },
+      Object.assign(resumeJob(job.runId, reactorName, job.unit === true), { deferrals: deferrals + 1 }),
       delayMs,
     );
   }

@@ -164,8 +164,7 @@ export async function takeMutexes(
   const taken = hold(store, spec, keys, owner, fence, options.alsoEvery);
   if (!options.held || (!spec.lock && !spec.semaphore)) return taken;
   const unregister = options.held.in.add(taken, options.held.tag);
-  return {
-    ...taken,
+  return Object.assign({}, taken, {
     stop: () => {
       unregister();
       taken.stop();
@@ -174,11 +173,11 @@ export async function takeMutexes(
       unregister();
       return taken.release();
     },
-    keepFor: (ms, which) => {
+    keepFor: (ms: Parameters<MutexHold['keepFor']>[0], which: Parameters<MutexHold['keepFor']>[1]) => {
       unregister();
       return taken.keepFor(ms, which);
     },
-  };
+  });
 }
 
 /** A take of lock `key` under way (see {@link takeMutexes}): it holds nothing yet. */

@@ -51,7 +51,7 @@ export async function finishRollback(scope: RunScope): Promise<void> {
   }
   await undoAll(scope);
   if (plan.target === 'failed') {
-    state.failure = { ...state.failure!, rollbackFailures: plan.failures };
+    state.failure = Object.assign({}, state.failure!, { rollbackFailures: plan.failures });
     state.status = 'failed';
   } else {
     state.cancellation = { reason: state.cancellation?.reason ?? 'undo', rollbackFailures: plan.failures };

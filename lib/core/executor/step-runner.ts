@@ -178,7 +178,7 @@ async function stepContended(
   });
   await scope.emitStep(step, { type: 'step.snooze', key: error.key, code: error.code, delayMs, snoozes: waited });
   if (env.enqueueResume) {
-    state.retryAt = { ...state.retryAt, [step.name]: env.clock.now() + delayMs };
+    state.retryAt = Object.assign({}, state.retryAt, { [step.name]: env.clock.now() + delayMs });
     return { kind: 'retry', step, delayMs };
   }
   await env.clock.sleep(delayMs);
@@ -267,7 +267,7 @@ async function attempts(
       });
       await scope.emitStep(step, { type: 'step.retry', attempt, delayMs, error: message });
       if (env.mode === 'worker' && env.enqueueResume) {
-        state.retryAt = { ...state.retryAt, [step.name]: env.clock.now() + delayMs };
+        state.retryAt = Object.assign({}, state.retryAt, { [step.name]: env.clock.now() + delayMs });
         return { kind: 'retry', step, delayMs };
       }
       await env.clock.sleep(delayMs);
@@ -334,15 +334,13 @@ function nestedFailed(
     stepArguments: redactArgs(step, args, scope.state.redactedInputs),
     fieldErrors: nested.fieldErrors,
     rollbackFailures: [...nested.rollbackFailures],
-    cause: {
-      reactorName: nested.reactorName,
-      ...(nested.stepName !== undefined ? { stepName: nested.stepName } : {}),
-      ...(outcome.elementIndex !== undefined ? { elementIndex: outcome.elementIndex } : {}),
-      code: nested.code,
-      message: nested.message,
-      exceptionClass: nested.exceptionClass,
-      ...(nested.cause ? { cause: nested.cause } : {}),
-    },
+    cause: Object.assign(
+      { reactorName: nested.reactorName },
+      nested.stepName !== undefined ? { stepName: nested.stepName } : {},
+      outcome.elementIndex !== undefined ? { elementIndex: outcome.elementIndex } : {},
+      { code: nested.code, message: nested.message, exceptionClass: nested.exceptionClass },
+      nested.cause ? { cause: nested.cause } : {},
+    ),
   });
   scope.trace({ type: 'fail', step: step.name, attempt: attempts, detail: nested.errorMessage });
   return { kind: 'failure', step, failure, error: outcome.error, args, compensate: outcome.compensate };

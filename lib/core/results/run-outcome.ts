@@ -157,20 +157,23 @@ export function outcomeOf<T = unknown>(state: RunState): RunOutcome<T> {
         rollbackFailures: state.cancellation?.rollbackFailures ?? [],
       });
     case 'paused': {
-      const waitingFor: PendingInterrupt[] = waitingInterrupts(state).map(({ record }) => ({
-        path: record.path,
-        ...(record.correlationId !== undefined ? { correlationId: record.correlationId } : {}),
-        pausedAt: record.pausedAt,
-        ...(record.timeoutAt !== undefined ? { timeoutAt: record.timeoutAt } : {}),
-      }));
+      const waitingFor: PendingInterrupt[] = waitingInterrupts(state).map(({ record }) =>
+        Object.assign(
+          { path: record.path },
+          record.correlationId !== undefined ? { correlationId: record.correlationId } : {},
+          { pausedAt: record.pausedAt },
+          record.timeoutAt !== undefined ? { timeoutAt: record.timeoutAt } : {},
+        ),
+      );
       const first = waitingFor[0];
-      return base({
-        status: 'paused' as const,
-        stepName: first?.path ?? state.handoff?.step ?? '',
-        ...(first?.correlationId !== undefined ? { correlationId: first.correlationId } : {}),
-        ...(first?.timeoutAt !== undefined ? { timeoutAt: first.timeoutAt } : {}),
-        waitingFor,
-      });
+      return base(
+        Object.assign(
+          { status: 'paused' as const, stepName: first?.path ?? state.handoff?.step ?? '' },
+          first?.correlationId !== undefined ? { correlationId: first.correlationId } : {},
+          first?.timeoutAt !== undefined ? { timeoutAt: first.timeoutAt } : {},
+          { waitingFor },
+        ),
+      );
     }
     default: {
       const handle = flowHandleOf(state);

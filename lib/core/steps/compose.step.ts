@@ -77,7 +77,7 @@ export const composeStep: StepKind<ComposeSpec> = {
         // (and records when, so a resume that comes early waits for it).
         const due = childState.retryAt ? Math.max(...Object.values(childState.retryAt)) : undefined;
         if (due !== undefined && childState.handoff?.mode === 'all') {
-          scope.state.retryAt = { ...scope.state.retryAt, [step.name]: due };
+          scope.state.retryAt = Object.assign({}, scope.state.retryAt, { [step.name]: due });
           return new Suspended('map', Math.max(0, due - scope.now()));
         }
         // The child waits for a fan-out map: the parent waits with it; the map resumes the owner.

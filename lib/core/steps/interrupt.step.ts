@@ -174,5 +174,5 @@ function contextOf(scope: StepScope, step: StepOf<InterruptSpecOf>, args: Record
   const { inputs, results, completed } = scope.state;
   const finished: Record<string, unknown> = {};
   for (const name of completed) finished[name] = results[name];
-  return { ...scope.context(step), args, inputs: { ...inputs }, results: finished };
+  return Object.assign(scope.context(step), { args, inputs: { ...inputs }, results: finished });
 }

@@ -75,7 +75,7 @@ export const sleepStep: StepKind<SleepSpecOf> = {
     // sleep longer than the retention (`contextTtlMs`) never outlives its record.
     const hopMs = Math.max(1_000, Math.floor((scope.recordRetentionMs ?? DEFAULT_RETENTION_MS) / 2));
     const next = Math.min(wakeAt, now + hopMs);
-    state.retryAt = { ...state.retryAt, [step.name]: next };
+    state.retryAt = Object.assign({}, state.retryAt, { [step.name]: next });
     return new Suspended('map', next - now);
   },
 

@@ -209,7 +209,7 @@ export class MemoryReactorStorage implements ReactorStorage {
       if (!stored || (query.status && stored.status !== query.status)) continue;
       // A tag set again to another value leaves the old value's entry: the record decides.
       if (tag && !hasTag(stored.fields.get(TAGS), tag)) continue;
-      runs.push({ ...p, reactorName: query.reactorName, status: stored.status });
+      runs.push(Object.assign({}, p, { reactorName: query.reactorName, status: stored.status }));
       if (runs.length === query.limit) return i + 1 < ordered.length ? { runs, next: p } : { runs };
     }
     return { runs };

@@ -272,7 +272,7 @@ export class RedisReactorStorage implements ReactorStorage {
         if (status === null || (query.status && status !== query.status)) continue;
         // A tag set again to another value leaves the old value's entry: the record decides.
         if (tag && !hasTag(Array.isArray(read) ? read[1] : null, tag)) continue;
-        runs.push({ ...batch[i], reactorName: query.reactorName, status });
+        runs.push(Object.assign({}, batch[i], { reactorName: query.reactorName, status }));
         if (runs.length === query.limit) return { runs, next: cursor };
       }
       scanned += batch.length;
