@@ -405,19 +405,29 @@ export async function userPath(): Promise<UserPathResult[]> {
     for (const length of LENGTHS) {
       for (const concurrency of CONCURRENCIES) {
         const rounds: UserPathResult[][] = [];
+        const runs: Array<[UserPathResult['side'], () => Promise<UserPathResult>]> = [
+          ['bare', () => bare(url, measure, prefix, length, concurrency)],
+          ['chain', () => chain(url, measure, prefix, length, concurrency)],
+          ['ours', () => ours(url, measure, prefix, length, concurrency, false)],
+          ['encrypted', () => ours(url, measure, prefix, length, concurrency, true)],
+          ['pipelined', () => ours(url, measure, prefix, length, concurrency, false, true)],
+        ];
+        const wanted = runs.filter(([side]) => SIDES.includes(side));
         for (let round = 0; round < ROUNDS; round++) {
+          // Each round starts with another side (bare, chain, ours; then chain, ours, bare; ...): no
+          // side always runs first in a clean process or last after the others' garbage.
           const one: UserPathResult[] = [];
-          if (SIDES.includes('bare')) one.push(await bare(url, measure, prefix, length, concurrency));
-          if (SIDES.includes('chain')) one.push(await chain(url, measure, prefix, length, concurrency));
-          if (SIDES.includes('ours')) one.push(await ours(url, measure, prefix, length, concurrency, false));
-          if (SIDES.includes('encrypted')) one.push(await ours(url, measure, prefix, length, concurrency, true));
-          if (SIDES.includes('pipelined')) one.push(await ours(url, measure, prefix, length, concurrency, false, true));
-          await redis.flushdb();
+          for (let k = 0; k < wanted.length; k++) {
+            one.push(await wanted[(k + round) % wanted.length][1]());
+            await redis.flushdb();
+          }
           rounds.push(one);
         }
         // Each side's median round; the paired ratios kept for the summary.
-        for (let i = 0; i < rounds[0].length; i++) {
-          const bySpeed = rounds.map((one) => one[i]).sort((a, b) => a.stepsPerSecond - b.stepsPerSecond);
+        for (const [side] of wanted) {
+          const bySpeed = rounds
+            .map((one) => one.find((r) => r.side === side)!)
+            .sort((a, b) => a.stepsPerSecond - b.stepsPerSecond);
           results.push(bySpeed[Math.floor((bySpeed.length - 1) / 2)]);
         }
         if (ROUNDS > 1 && SIDES.includes('ours') && SIDES.includes('bare')) {
