@@ -30,7 +30,7 @@ describeRunEventBusConformance('redis', async ({ retentionMs, maxLen }) => {
   };
 });
 
-describe('RedisRunEventBus: keys, round trips, TTL and the subscriber connection', () => {
+describe('RedisRunEventBus: keys, round trips, TTL and the subscriber connection (and the storage’s announced wake-up)', () => {
   const prefix = `${filePrefix}:own`;
   const keys = new RedisKeys({ prefix });
   let monitor: RedisMonitor;
@@ -98,20 +98,6 @@ describe('RedisRunEventBus: keys, round trips, TTL and the subscriber connection
     await redis.xadd(keys.runEventsKey(runId), '*', 'e', '{not json');
     await bus.append({ type: 'run.started', runId, reactorName: 'r', at: T0 });
     expect((await bus.read(runId)).map((e) => e.event.type)).toEqual(['run.started']);
-  });
-});
-
-describe('RedisReactorStorage announces a settled run in the write that stores it', () => {
-  const prefix = `${filePrefix}:own:announce`;
-  const keys = new RedisKeys({ prefix });
-  let monitor: RedisMonitor;
-
-  beforeAll(async () => {
-    monitor = await RedisMonitor.start(redisUrl());
-  });
-  afterAll(async () => {
-    monitor.close();
-    await cleanupPrefix(redis, `${prefix}:`);
   });
 
   it('a terminal or paused save publishes `settled` on the run’s channel from its script; a running one, or a keyPrefix connection, does not', async () => {
