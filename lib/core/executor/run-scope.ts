@@ -301,6 +301,7 @@ export abstract class RunScope implements StepScope {
  * still works).
  */
 class RunStepContext implements StepContext {
+  readonly runId: string;
   readonly fence: (key?: string) => number;
   readonly tag: (key: string, value: string) => void;
   readonly #open: OpenSignal | undefined;
@@ -322,8 +323,6 @@ class RunStepContext implements StepContext {
     };
     this.tag = (key, value) => setTag(state, `Reactor '${reactorName}' step '${stepName}': ctx.tag`, key, value);
   }
-
-  readonly runId: string;
 
   /** The signal's AbortController is made only for a step that reads it. */
   get signal(): AbortSignal {

@@ -482,14 +482,6 @@ const SEPARATOR = '\0';
  * Whether a checkpoint's arguments can be packed into one string: none holds a NUL. JSON values
  * never do (a NUL in a string is written `\u0000`); names and sealed values (`~...`) are checked.
  */
-/** A block's arguments joined by {@link SEPARATOR}, part by part (no array of them all made to join). */
-function packed(fixed: ReadonlyArray<string | number>, set: readonly string[], del: readonly string[]): string {
-  let block = fixed.join(SEPARATOR);
-  if (set.length > 0) block += SEPARATOR + set.join(SEPARATOR);
-  if (del.length > 0) block += SEPARATOR + del.join(SEPARATOR);
-  return block;
-}
-
 function packable(token: string, set: readonly string[], del: readonly string[]): boolean {
   if (token.includes(SEPARATOR)) return false;
   for (let i = 0; i < set.length; i += 2) {
@@ -499,4 +491,12 @@ function packable(token: string, set: readonly string[], del: readonly string[])
   }
   for (const field of del) if (field.includes(SEPARATOR)) return false;
   return true;
+}
+
+/** A block's arguments joined by {@link SEPARATOR}, part by part (no array of them all made to join). */
+function packed(fixed: ReadonlyArray<string | number>, set: readonly string[], del: readonly string[]): string {
+  let block = fixed.join(SEPARATOR);
+  if (set.length > 0) block += SEPARATOR + set.join(SEPARATOR);
+  if (del.length > 0) block += SEPARATOR + del.join(SEPARATOR);
+  return block;
 }
