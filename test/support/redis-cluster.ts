@@ -306,13 +306,16 @@ export async function moveSlot(
       // IOERR: the source's cached connection to the target timed out or was closed under load
       // (Redis drops the cached socket on it). Sent again with REPLACE, since the target may hold
       // keys of the batch already; the source stays authoritative while the slot is MIGRATING.
+      // Up to 6 attempts, a growing pause between them: three in a row failed once in a CI run
+      // on a loaded 2-core machine.
       for (let attempt = 1; ; attempt++) {
         try {
           const replace = attempt > 1 ? ['REPLACE'] : [];
-          await client(source).call('MIGRATE', target.host, target.port, '', 0, 5000, ...replace, 'KEYS', ...keys);
+          await client(source).call('MIGRATE', target.host, target.port, '', 0, 10_000, ...replace, 'KEYS', ...keys);
           break;
         } catch (error) {
-          if (attempt >= 3 || !String((error as Error).message).startsWith('IOERR')) throw error;
+          if (attempt >= 6 || !String((error as Error).message).startsWith('IOERR')) throw error;
+          await new Promise((resolve) => setTimeout(resolve, 100 * attempt));
         }
       }
       moved += keys.length;
