@@ -497,14 +497,16 @@ function progressJson(state: RunState, json: (value: unknown, what: string) => s
   // A failure shows the inputs and the step's arguments for people (the values themselves are in
   // the record's inputs and undo entries): bounded like the trace's, never failing the run.
   if (out !== undefined && (out.length <= TRACE_ENTRY_LIMIT || !head.failure)) return out;
+  // Copies of what may have been read from a record (`copyOwn` keeps a `__proto__` key its own),
+  // then our own fields assigned.
   const failure =
     head.failure &&
-    copyOwn(copyOwn({}, head.failure), {
+    Object.assign(copyOwn({}, head.failure), {
       inputs: bounded(safe(head.failure.inputs)) as Record<string, unknown>,
       stepArguments: bounded(safe(head.failure.stepArguments)) as Record<string, unknown> | undefined,
     });
-  const halt = head.halt && copyOwn(copyOwn({}, head.halt), { details: safe(head.halt.details) });
-  return json(copyOwn(copyOwn({}, head), { failure, halt }), "the run's value");
+  const halt = head.halt && Object.assign(copyOwn({}, head.halt), { details: safe(head.halt.details) });
+  return json(Object.assign(copyOwn({}, head), { failure, halt }), "the run's value");
 }
 
 /** Whether the run's progress ({@link progress}) holds its status and nothing else. */

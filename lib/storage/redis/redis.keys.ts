@@ -146,25 +146,13 @@ export class RedisKeys {
    */
   shardOf(runId: string): number {
     const root = this.rootRunId(runId);
+    // FNV-1a over the id's UTF-8 bytes. An ASCII id's bytes are its char codes: read without a
+    // Buffer (a run's keys ask for it several times per run).
+    const bytes: string | Buffer = /[^\p{ASCII}]/u.test(root) ? Buffer.from(root, 'utf8') : root;
     let hash = 0x811c9dc5;
-    // An ASCII id's UTF-8 bytes are its char codes: hashed without a Buffer (the same hash; a run's
-    // keys ask for it several times per run).
-    let ascii = true;
-    for (let i = 0; i < root.length; i++) {
-      const code = root.charCodeAt(i);
-      if (code >= 0x80) {
-        ascii = false;
-        break;
-      }
-      hash ^= code;
+    for (let i = 0; i < bytes.length; i++) {
+      hash ^= typeof bytes === 'string' ? bytes.charCodeAt(i) : bytes[i];
       hash = Math.imul(hash, 0x01000193) >>> 0;
-    }
-    if (!ascii) {
-      hash = 0x811c9dc5;
-      for (const byte of Buffer.from(root, 'utf8')) {
-        hash ^= byte;
-        hash = Math.imul(hash, 0x01000193) >>> 0;
-      }
     }
     return hash % this.shards;
   }
