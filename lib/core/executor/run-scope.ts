@@ -165,26 +165,42 @@ export abstract class RunScope implements StepScope {
   private readonly signals = new Map<string, OpenSignal>();
 
   /**
-   * Run `fn` (one attempt of `step`'s body, or one of its rollback callbacks) with a signal of its
-   * own, which {@link context} hands to the step; returns what `fn` returned and whether the signal
-   * was aborted by the time it did.
+   * Run `fn` (one of `step`'s rollback callbacks) with a signal of its own, which {@link context}
+   * hands to the step; returns what `fn` returned and whether the signal was aborted by the time it
+   * did. (An attempt of the body opens and closes its signal itself, with no frame around it.)
    */
   async withSignal<T>(
     step: StepDefinition,
     phase: StepAbortSite['phase'],
     fn: () => Promise<T>,
   ): Promise<{ value: T; abortedBy?: StepAbortedError }> {
-    const abort = this.env.abort;
-    if (!abort) return { value: await fn() };
-    const open = abort.openSignal({ runId: this.state.runId, reactorName: this.def.name, stepName: step.name, phase });
-    this.signals.set(step.name, open);
+    const open = this.openStepSignal(step, phase);
+    if (!open) return { value: await fn() };
     try {
       const value = await fn();
       return open.reason ? { value, abortedBy: open.reason } : { value };
     } finally {
-      open.close();
-      if (this.signals.get(step.name) === open) this.signals.delete(step.name);
+      this.closeStepSignal(step, open);
     }
+  }
+
+  /**
+   * Open the signal of a callback of `step` that starts now (none without an abort state); close it
+   * with {@link closeStepSignal} once the callback returned.
+   */
+  openStepSignal(step: StepDefinition, phase: StepAbortSite['phase']): OpenSignal | undefined {
+    const abort = this.env.abort;
+    if (!abort) return undefined;
+    const open = abort.openSignal({ runId: this.state.runId, reactorName: this.def.name, stepName: step.name, phase });
+    this.signals.set(step.name, open);
+    return open;
+  }
+
+  /** Close a signal {@link openStepSignal} opened. */
+  closeStepSignal(step: StepDefinition, open: OpenSignal | undefined): void {
+    if (!open) return;
+    open.close();
+    if (this.signals.get(step.name) === open) this.signals.delete(step.name);
   }
 
   /** Throw {@link ExecutionStopped} when the execution was told to stop (shutdown past its grace, lost lease). */
@@ -199,11 +215,12 @@ export abstract class RunScope implements StepScope {
     // `undefined` is absent), so a step and its undo get the same arguments in every process.
     // Inputs and results lost theirs when they entered the run: only a constant or a transform's
     // value is new, and only that is scanned.
-    for (const [key, source] of Object.entries(step.args)) {
+    const sources = step.args;
+    for (const key in sources) {
+      const source = sources[key];
       const value = this.resolveSource(source);
       if (value === undefined) continue;
-      const fresh = source.kind === 'value' || source.ops.some((op) => 'transform' in op);
-      out[key] = fresh ? withoutUndefinedProperties(value) : value;
+      out[key] = isFresh(source) ? withoutUndefinedProperties(value) : value;
     }
     return out;
   }
@@ -328,4 +345,11 @@ class RunStepContext implements StepContext {
   get signal(): AbortSignal {
     return this.#open ? this.#open.signal : NEVER_ABORTED;
   }
+}
+
+/** Whether an argument's value is made by the definition (a constant, a transform), not read from the run. */
+function isFresh(source: ArgSource): boolean {
+  if (source.kind === 'value') return true;
+  for (const op of source.ops) if ('transform' in op) return true;
+  return false;
 }

@@ -207,16 +207,20 @@ async function attempts(
           : // A retry runs with the arguments the first attempt's entry shows.
             { type: 'run', step: step.name, attempt },
     );
-    let invoked: { value: StepOutcome<unknown> | Suspended; abortedBy?: StepAbortedError };
+    // The attempt's own signal (see RunScope.withSignal), opened and closed here: no frame around it.
+    const open = scope.openStepSignal(step, 'run');
+    let outcome: StepOutcome<unknown> | Suspended;
+    let abortedBy: StepAbortedError | undefined;
     try {
-      invoked = await scope.withSignal(step, 'run', () => kind.invoke(scope, step, args, attempt));
+      outcome = await kind.invoke(scope, step, args, attempt);
+      abortedBy = open?.reason;
     } catch (error) {
       // A nested execution (a composed child, an inline map's element) was told to stop.
       if (error instanceof ExecutionStopped) return { kind: 'aborted', cause: error.stopCause, step };
       throw error;
+    } finally {
+      scope.closeStepSignal(step, open);
     }
-    let outcome = invoked.value;
-    const { abortedBy } = invoked;
     if (abortedBy && outcome instanceof Failure) {
       // The step stopped because of its signal: never retried.
       if (abortedBy.abortCause !== 'cancel') return { kind: 'aborted', cause: abortedBy.abortCause, step };
