@@ -7,16 +7,27 @@
  * module's queue, prints `READY` on stdout once `app.init()` is done, and closes the application on
  * SIGTERM. Its settings come from the environment: BENCH_SCALING_REDIS_URL, BENCH_SCALING_PREFIX,
  * BENCH_SCALING_CONCURRENCY (worker concurrency) and BENCH_SCALING_WORK (iterations of CPU work
- * per step, calibrated once by the parent so that every process burns the same work).
+ * per step, calibrated once by the parent so that every process burns the same work). With
+ * BENCH_SCALING_SIDE=bare it runs the bare design instead (bench/bare-design.ts): a BullMQ worker on
+ * {@link BARE_SCALING_QUEUE} executing the same steps inline, one fenced checkpoint script each.
  */
 import 'reflect-metadata';
 import { Module, type INestApplicationContext } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
+import { Worker } from 'bullmq';
 import { Reactor, ReactorModule, success, type ReactorBuilder, type Ref } from '../lib';
+import { BareStore } from './bare-design';
 import { stepResult } from './harness';
 
 export const SCALING_REACTOR = 'scaling-10';
 export const SCALING_STEPS = 10;
+/** The queue of the bare design's side (its keys under the scenario's prefix). */
+export const BARE_SCALING_QUEUE = 'scaling-bare';
+
+/** A step's result: a ~300-byte object with the checksum of `work` iterations of CPU. */
+export function scalingStep(work: number, seed: number, step: number): Record<string, unknown> {
+  return stepResult(seed, step, { checksum: burn(work, seed * 31 + step) });
+}
 
 /**
  * CPU work: `iterations` rounds of xorshift32, with no allocation and no I/O. The result goes into
@@ -41,12 +52,10 @@ export function scalingReactor(work: number) {
       let prev: Ref<unknown> = seed;
       for (let i = 0; i < SCALING_STEPS; i++) {
         const step = i;
-        prev = r.step(
-          `s${i}`,
-          ({ seed: s }: { seed: number; prev?: unknown }) =>
-            success(stepResult(s, step, { checksum: burn(work, s * 31 + step) })),
-          { seed, prev },
-        );
+        prev = r.step(`s${i}`, ({ seed: s }: { seed: number; prev?: unknown }) => success(scalingStep(work, s, step)), {
+          seed,
+          prev,
+        });
       }
       return prev;
     }
@@ -88,10 +97,38 @@ function env(name: string): string {
   return value;
 }
 
+/** The bare design's worker (BENCH_SCALING_SIDE=bare): its runs' steps inline, one script per step. */
+async function bareWorker(work: number): Promise<void> {
+  const url = env('BENCH_SCALING_REDIS_URL');
+  const prefix = env('BENCH_SCALING_PREFIX');
+  const store = new BareStore(url, prefix);
+  const execute = store.processor(SCALING_STEPS, (seed, step) => scalingStep(work, seed, step));
+  const worker = new Worker(BARE_SCALING_QUEUE, execute, {
+    connection: { url },
+    prefix,
+    concurrency: Number(env('BENCH_SCALING_CONCURRENCY')),
+  });
+  process.once('SIGTERM', () => {
+    worker.close().then(
+      () => {
+        store.disconnect();
+        process.exit(0);
+      },
+      (error: unknown) => {
+        console.error(error);
+        process.exit(1);
+      },
+    );
+  });
+  await worker.waitUntilReady();
+  process.stdout.write('READY\n');
+}
+
 async function main(): Promise<void> {
   const work = Number(env('BENCH_SCALING_WORK'));
   // Warm the loop up (JIT) before any job arrives.
   for (let i = 0; i < 100; i++) burn(work, i);
+  if (process.env.BENCH_SCALING_SIDE === 'bare') return bareWorker(work);
   const { ScalingModule } = scalingModule({
     url: env('BENCH_SCALING_REDIS_URL'),
     prefix: env('BENCH_SCALING_PREFIX'),

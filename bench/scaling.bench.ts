@@ -12,6 +12,11 @@
  *
  * Measured: wall time from the first start to the last completion, as steps/s.
  * BENCH_SCALING_RUNS (default 3000) and BENCH_SCALING_CONCURRENCY (default 10) override.
+ *
+ * Baseline, in the same run: the bare design (bench/bare-design.ts) scaled the same way (the same
+ * steps inline in one BullMQ job per run, one fenced checkpoint script each, started by the same
+ * kind of producer). On a machine whose cores Redis, the producer and the workers share, its ratio
+ * is what the machine allows a durable design; the sides take turns (ours 1, bare 1, ours 2, bare 2).
  */
 import 'reflect-metadata';
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -21,16 +26,19 @@ import * as path from 'node:path';
 import { createInterface } from 'node:readline';
 import type { INestApplicationContext } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { QueueEvents } from 'bullmq';
+import { Queue, QueueEvents } from 'bullmq';
 import Redis from 'ioredis';
 import { ReactorClient } from '../lib';
+import { BareStore } from './bare-design';
 import { fmt } from './harness';
 import { benchRedis } from './redis-counter';
-import { burn, SCALING_STEPS, scalingModule } from './scaling-worker';
+import { BARE_SCALING_QUEUE, burn, SCALING_STEPS, scalingModule } from './scaling-worker';
 
 const RUNS = Number(process.env.BENCH_SCALING_RUNS ?? 3_000);
 const CONCURRENCY = Number(process.env.BENCH_SCALING_CONCURRENCY ?? 10);
 const PROCESSES = [1, 2];
+/** ours alone with `BENCH_SCALING_SIDES=ours`. */
+const SIDES = (process.env.BENCH_SCALING_SIDES ?? 'ours,bare').split(',') as ScalingSide[];
 /** CPU time each step burns. */
 const STEP_CPU_MS = 1;
 /** Runs started at once by the producer. */
@@ -39,7 +47,11 @@ const START_BATCH = 50;
 const STALL_MS = 60_000;
 const WORKER_ENTRY = path.join(__dirname, 'scaling-worker.js');
 
+/** nest-reactor, or the bare design with no engine. */
+export type ScalingSide = 'ours' | 'bare';
+
 export interface ScalingResult {
+  side: ScalingSide;
   processes: number;
   concurrency: number;
   runs: number;
@@ -117,22 +129,68 @@ async function stopWorker(worker: WorkerProcess): Promise<void> {
   await worker.exited;
 }
 
-async function scenario(url: string, processes: number, work: number): Promise<ScalingResult> {
-  const prefix = `scaling-${processes}-${randomUUID().slice(0, 8)}`;
+/** The producer of one side: starts a run, and names the queue its completions are counted on. */
+interface Producer {
+  start(seed: number): Promise<string | undefined>;
+  events: { name: string; prefix: string };
+  /** Runs not completed at the end (not timed), when the side can tell. */
+  notCompleted(runIds: string[]): Promise<number>;
+  close(): Promise<void>;
+}
+
+async function producerOf(side: ScalingSide, url: string, prefix: string): Promise<Producer> {
+  if (side === 'bare') {
+    const queue = new Queue(BARE_SCALING_QUEUE, { connection: { url }, prefix });
+    const store = new BareStore(url, prefix);
+    await queue.waitUntilReady();
+    return {
+      start: async (seed) => {
+        await store.start(queue, 'scaling-bare', seed);
+        return undefined;
+      },
+      events: { name: BARE_SCALING_QUEUE, prefix },
+      // One job per run, removed on completion: the completions counted are the runs'.
+      notCompleted: async () => 0,
+      close: async () => {
+        await queue.close();
+        store.disconnect();
+      },
+    };
+  }
+  const { ScalingModule, ReactorClass } = scalingModule({
+    url,
+    prefix,
+    workers: false,
+    concurrency: CONCURRENCY,
+    work: 0, // this process executes no step
+  });
+  const app: INestApplicationContext = await NestFactory.createApplicationContext(ScalingModule, {
+    logger: ['error', 'warn'],
+  });
+  await app.init();
+  const client = app.get(ReactorClient);
+  return {
+    start: async (seed) => (await client.start(ReactorClass, { seed })).runId,
+    events: { name: 'nest-reactor', prefix: `${prefix}:{${prefix}:queue}` },
+    notCompleted: async (runIds) => {
+      let count = 0;
+      for (let i = 0; i < runIds.length; i += 100) {
+        const views = await Promise.all(runIds.slice(i, i + 100).map((id) => client.get(id)));
+        count += views.filter((v) => v?.status !== 'completed').length;
+      }
+      return count;
+    },
+    close: () => app.close(),
+  };
+}
+
+async function scenario(side: ScalingSide, url: string, processes: number, work: number): Promise<ScalingResult> {
+  const prefix = `scaling-${side}-${processes}-${randomUUID().slice(0, 8)}`;
   const workers: WorkerProcess[] = [];
-  let app: INestApplicationContext | undefined;
+  let producer: Producer | undefined;
   let events: QueueEvents | undefined;
   try {
-    const { ScalingModule, ReactorClass } = scalingModule({
-      url,
-      prefix,
-      workers: false,
-      concurrency: CONCURRENCY,
-      work: 0, // this process executes no step
-    });
-    app = await NestFactory.createApplicationContext(ScalingModule, { logger: ['error', 'warn'] });
-    await app.init();
-    const client = app.get(ReactorClient);
+    producer = await producerOf(side, url, prefix);
 
     let finished = 0;
     let lastCompletion = 0n;
@@ -151,7 +209,7 @@ async function scenario(url: string, processes: number, work: number): Promise<S
         STALL_MS,
       );
     };
-    events = new QueueEvents('nest-reactor', { connection: { url }, prefix: `${prefix}:{${prefix}:queue}` });
+    events = new QueueEvents(producer.events.name, { connection: { url }, prefix: producer.events.prefix });
     events.on('completed', () => {
       lastCompletion = process.hrtime.bigint();
       if (++finished === RUNS) resolveAll();
@@ -167,6 +225,7 @@ async function scenario(url: string, processes: number, work: number): Promise<S
           BENCH_SCALING_PREFIX: prefix,
           BENCH_SCALING_CONCURRENCY: String(CONCURRENCY),
           BENCH_SCALING_WORK: String(work),
+          BENCH_SCALING_SIDE: side,
         }),
       );
     }
@@ -175,11 +234,12 @@ async function scenario(url: string, processes: number, work: number): Promise<S
     const runIds: string[] = [];
     const start = process.hrtime.bigint();
     armStall();
+    const starting = producer;
     for (let i = 0; i < RUNS; i += START_BATCH) {
-      const outcomes = await Promise.all(
-        Array.from({ length: Math.min(START_BATCH, RUNS - i) }, (_, k) => client.start(ReactorClass, { seed: i + k })),
+      const ids = await Promise.all(
+        Array.from({ length: Math.min(START_BATCH, RUNS - i) }, (_, k) => starting.start(i + k)),
       );
-      for (const outcome of outcomes) runIds.push(outcome.runId);
+      for (const id of ids) if (id !== undefined) runIds.push(id);
     }
     try {
       await all;
@@ -189,15 +249,12 @@ async function scenario(url: string, processes: number, work: number): Promise<S
     const seconds = Number(lastCompletion - start) / 1e9;
 
     // Not timed: every run is completed (one job per run, so the count above was the runs').
-    let notCompleted = 0;
-    for (let i = 0; i < runIds.length; i += 100) {
-      const views = await Promise.all(runIds.slice(i, i + 100).map((id) => client.get(id)));
-      notCompleted += views.filter((v) => v?.status !== 'completed').length;
-    }
+    const notCompleted = await producer.notCompleted(runIds);
     if (notCompleted > 0) throw new Error(`scaling: ${notCompleted} of ${RUNS} runs not completed at the end`);
 
     const steps = RUNS * SCALING_STEPS;
     return {
+      side,
       processes,
       concurrency: CONCURRENCY,
       runs: RUNS,
@@ -209,7 +266,7 @@ async function scenario(url: string, processes: number, work: number): Promise<S
   } finally {
     await Promise.all(workers.map(stopWorker));
     await events?.close();
-    await app?.close();
+    await producer?.close();
   }
 }
 
@@ -219,9 +276,12 @@ export async function workerScaling(): Promise<ScalingResult[]> {
   const work = calibrate();
   const results: ScalingResult[] = [];
   try {
+    // The sides take turns, so a burst of load from elsewhere does not fall on one side alone.
     for (const processes of PROCESSES) {
-      results.push(await scenario(url, processes, work));
-      await redis.flushdb();
+      for (const side of SIDES) {
+        results.push(await scenario(side, url, processes, work));
+        await redis.flushdb();
+      }
     }
     return results;
   } finally {
@@ -237,17 +297,35 @@ export function printWorkerScaling(results: ScalingResult[]): void {
       `${first.runs} runs started by a producer process (workers: false), executed by N worker processes at worker concurrency ${first.concurrency}; ${first.workPerStep} loop iterations per step; ${os.cpus().length} CPUs\n`,
     );
   }
-  console.log('| worker processes | steps/s | ratio to 1 process |');
-  console.log('| --- | --- | --- |');
-  const one = results.find((r) => r.processes === 1);
+  console.log('| side | worker processes | steps/s | ratio to 1 process |');
+  console.log('| --- | --- | --- | --- |');
+  const of = (side: ScalingSide, processes: number) =>
+    results.find((r) => r.side === side && r.processes === processes);
   for (const r of results) {
+    const one = of(r.side, 1);
     const ratio = one ? `${fmt(r.stepsPerSecond / one.stepsPerSecond, 2)}x` : '';
-    console.log(`| ${r.processes} | ${fmt(r.stepsPerSecond, 0)} | ${ratio} |`);
+    console.log(
+      `| ${r.side === 'ours' ? 'nest-reactor' : 'bare design (no engine)'} | ${r.processes} | ${fmt(r.stepsPerSecond, 0)} | ${ratio} |`,
+    );
   }
   console.log('');
-  const two = results.find((r) => r.processes === 2);
-  if (one && two) {
-    const ratio = two.stepsPerSecond / one.stepsPerSecond;
-    console.log(`- 2 processes vs 1: ${ratio.toFixed(2)}x (target >= 1.7: ${ratio >= 1.7 ? 'met' : 'MISSED'})`);
-  }
+  const ratioOf = (side: ScalingSide) => {
+    const one = of(side, 1);
+    const two = of(side, 2);
+    return one && two ? two.stepsPerSecond / one.stepsPerSecond : undefined;
+  };
+  const ours = ratioOf('ours');
+  const bare = ratioOf('bare');
+  if (ours !== undefined)
+    console.log(
+      `- nest-reactor, 2 processes vs 1: ${ours.toFixed(2)}x (target >= 1.7: ${ours >= 1.7 ? 'met' : 'MISSED'})`,
+    );
+  if (bare !== undefined)
+    console.log(
+      `- bare design, 2 processes vs 1: ${bare.toFixed(2)}x (what this machine gives a durable design: Redis, the producer and the workers share its ${os.cpus().length} CPUs)`,
+    );
+  const ours2 = of('ours', 2);
+  const bare2 = of('bare', 2);
+  if (ours2 && bare2)
+    console.log(`- at 2 processes, ours / bare: ${fmt((ours2.stepsPerSecond / bare2.stepsPerSecond) * 100, 0)}%`);
 }

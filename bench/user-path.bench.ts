@@ -29,6 +29,7 @@ import {
   type ReactorBuilder,
   type Ref,
 } from '../lib';
+import { BareStore } from './bare-design';
 import { fmt, stepResult } from './harness';
 import { benchRedis, CommandCounter } from './redis-counter';
 
@@ -180,45 +181,7 @@ async function chain(
   return { side: 'chain', length, concurrency, ...measured };
 }
 
-/**
- * The bare design, with no engine: what nest-reactor's durable path does at its least. One BullMQ
- * job per run (added by the caller after a create script), its steps inline in the job, one fenced
- * delta-checkpoint script per step (lease check or take, HSET of the step's result and a small
- * header, PEXPIRE of the record and the lease, ZADD to the index of active runs) and a final
- * script (status, ZREM, lease released). This is the floor the engine is measured against.
- */
-const BARE_CREATE = `
-if redis.call("EXISTS", KEYS[1]) == 1 then return 0 end
-redis.call("HSET", KEYS[1], "state", ARGV[1], "inputs", ARGV[2], "status", "pending", "terminal", "0")
-redis.call("PEXPIRE", KEYS[1], ARGV[3])
-redis.call("ZADD", KEYS[2], ARGV[4], ARGV[5])
-return 1`;
-const BARE_LEASE = `
-local holder = redis.call("GET", KEYS[2])
-if not holder then
-  redis.call("SET", KEYS[2], ARGV[1], "PX", ARGV[2])
-elseif holder ~= ARGV[1] then
-  return -1
-end`;
-const BARE_STEP = `${BARE_LEASE}
-redis.call("HSET", KEYS[1], ARGV[6], ARGV[7], "state", ARGV[8], "status", "running")
-redis.call("PEXPIRE", KEYS[1], ARGV[3])
-redis.call("PEXPIRE", KEYS[2], ARGV[2])
-redis.call("ZADD", KEYS[3], ARGV[4], ARGV[5])
-return 1`;
-const BARE_FINAL = `${BARE_LEASE}
-redis.call("HSET", KEYS[1], "state", ARGV[6], "status", "completed", "terminal", "1")
-redis.call("PEXPIRE", KEYS[1], ARGV[3])
-redis.call("ZREM", KEYS[3], ARGV[5])
-redis.call("DEL", KEYS[2])
-return 1`;
-
-type BareRedis = Redis & {
-  bareCreate(...args: (string | number)[]): Promise<number>;
-  bareStep(...args: (string | number)[]): Promise<number>;
-  bareFinal(...args: (string | number)[]): Promise<number>;
-};
-
+/** The bare design (bench/bare-design.ts): the floor the engine is measured against. */
 async function bare(
   url: string,
   measure: Measure,
@@ -230,44 +193,15 @@ async function bare(
   const connection = { url };
   const queueName = `bare-${length}-${concurrency}`;
   const queue = new Queue(queueName, { connection, prefix });
-  const store = new Redis(url, { maxRetriesPerRequest: null }) as BareRedis;
-  store.defineCommand('bareCreate', { numberOfKeys: 2, lua: BARE_CREATE });
-  store.defineCommand('bareStep', { numberOfKeys: 3, lua: BARE_STEP });
-  store.defineCommand('bareFinal', { numberOfKeys: 3, lua: BARE_FINAL });
-  const index = `${prefix}:bare:active`;
-  const ttl = 24 * 60 * 60 * 1000;
-  const leaseTtl = 30_000;
+  const store = new BareStore(url, prefix);
+  const execute = store.processor(length, stepResult);
   let finished = 0;
   let resolveAll!: () => void;
   const all = new Promise<void>((r) => (resolveAll = r));
   const worker = new Worker(
     queueName,
     async (job) => {
-      const { run, seed } = job.data as { run: string; seed: number };
-      const record = `${prefix}:bare:{${run}}`;
-      const lease = `${record}:lease`;
-      const token = randomUUID();
-      for (let step = 0; step < length; step++) {
-        const result = JSON.stringify(stepResult(seed, step));
-        const now = Date.now();
-        const header = JSON.stringify({ status: 'running', step, updatedAt: now });
-        const written = await store.bareStep(
-          record,
-          lease,
-          index,
-          token,
-          leaseTtl,
-          ttl,
-          now,
-          run,
-          `r:${step}`,
-          result,
-          header,
-        );
-        if (written !== 1) throw new Error('lease lost');
-      }
-      const header = JSON.stringify({ status: 'completed', updatedAt: Date.now() });
-      await store.bareFinal(record, lease, index, token, leaseTtl, ttl, 0, run, header);
+      await execute(job);
       if (++finished === runs) resolveAll();
     },
     { connection, prefix, concurrency, autorun: false },
@@ -276,15 +210,10 @@ async function bare(
   await queue.waitUntilReady();
   await measure.begin();
   void worker.run();
-  const start = async (seed: number) => {
-    const run = randomUUID();
-    const now = Date.now();
-    const header = JSON.stringify({ id: run, reactor: `bare-${length}`, status: 'pending', createdAt: now });
-    await store.bareCreate(`${prefix}:bare:{${run}}`, index, header, JSON.stringify({ seed }), ttl, now, run);
-    await queue.add('run', { run, seed }, { removeOnComplete: true });
-  };
   for (let i = 0; i < runs; i += 50) {
-    await Promise.all(Array.from({ length: Math.min(50, runs - i) }, (_, k) => start(i + k)));
+    await Promise.all(
+      Array.from({ length: Math.min(50, runs - i) }, (_, k) => store.start(queue, `bare-${length}`, i + k)),
+    );
   }
   await all;
   const measured = await measure.end(runs * length);
