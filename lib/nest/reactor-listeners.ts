@@ -1,5 +1,5 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import type { Clock, ReactorEvent, ReactorEventType, ReactorMiddleware } from '../core';
+import { isThenable, type Clock, type ReactorEvent, type ReactorEventType, type ReactorMiddleware } from '../core';
 import { messages, REACTOR_CLOCK, REACTOR_LOGGER_CONTEXT } from '../config';
 import type { ReactorListenerMetadata } from './on-reactor-event.decorator';
 
@@ -156,12 +156,4 @@ export class ReactorListeners {
       (error as Error)?.stack,
     );
   }
-}
-
-function isThenable(value: unknown): value is PromiseLike<unknown> {
-  return (
-    (typeof value === 'object' || typeof value === 'function') &&
-    value !== null &&
-    typeof (value as { then?: unknown }).then === 'function'
-  );
 }

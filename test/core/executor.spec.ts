@@ -42,6 +42,34 @@ describe('executor: results flow', () => {
     expect(outcome.results).toEqual({ double: 40, 'plus-one': { total: 41 } });
   });
 
+  it('takes a step outcome returned at once, by a promise or by another thenable, and a throw before any await', async () => {
+    const { engine } = createHarness();
+    const thenable = (value: number) => ({
+      then: (resolve: (v: unknown) => void) => resolve(success(value)),
+    });
+    const def = defineReactor('returns', (r: ReactorBuilder<object>) => {
+      const a = r.step('at-once', () => success(1), {});
+      const b = r.step('promised', async ({ x }: { x: number }) => success(x + 1), { x: a });
+      return r.step('thenable', (({ x }: { x: number }) => thenable(x + 1)) as never, { x: b });
+    });
+    const outcome = await engine.run(def, {});
+    expect(outcome.status).toBe('completed');
+    if (outcome.status === 'completed') expect(outcome.value).toBe(3);
+
+    const throws = defineReactor('throws-at-once', (r: ReactorBuilder<object>) => {
+      r.step(
+        'sync-throw',
+        () => {
+          throw new Error('broke before any await');
+        },
+        {},
+      );
+    });
+    const failed = await engine.run(throws, {});
+    expect(failed.status).toBe('failed');
+    if (failed.status === 'failed') expect(failed.failure.errorMessage).toBe('broke before any await');
+  });
+
   it('returns the map of all results when build returns nothing', async () => {
     const { engine } = createHarness();
     const def = defineReactor('no-return', (r: ReactorBuilder<object>) => {

@@ -4,3 +4,4 @@ export * from './map';
 export * from './run-state';
 export * from './json-values';
 export * from './interrupt';
+export * from './thenable';

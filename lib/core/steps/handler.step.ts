@@ -7,6 +7,7 @@ import type { HandlerSpecs } from '../definition/definition';
 import type { StepHandler } from '../definition/step';
 import { UnexpectedResultError } from '../errors/step.error';
 import { errorMessage, type RollbackFailure } from '../model/failure';
+import { isThenable } from '../model/thenable';
 import { Failure, isStepOutcome } from '../results/step-outcome';
 import { isStepSignal } from '../results/step-signal';
 import type { RollbackReport, StepKind, StepOf, StepScope } from './step-kind';
@@ -22,7 +23,9 @@ function handlerOf(scope: StepScope, step: StepOf<HandlerStepSpec>): StepHandler
 export const handlerStep: StepKind<HandlerStepSpec> = {
   async invoke(scope, step, args, attempt) {
     try {
-      const result: unknown = await handlerOf(scope, step).run(args as never, scope.context(step, attempt));
+      // A step that returns its outcome at once is not awaited (a tick less per step).
+      const returned: unknown = handlerOf(scope, step).run(args as never, scope.context(step, attempt));
+      const result: unknown = isThenable(returned) ? await returned : returned;
       if (isStepOutcome(result)) return result;
       return new Failure(new UnexpectedResultError(scope.def.name, step.name, describeValue(result)), {
         retryable: false,
