@@ -318,11 +318,11 @@ export function printWorkerScaling(results: ScalingResult[]): void {
   const bare = ratioOf('bare');
   if (ours !== undefined)
     console.log(
-      `- nest-reactor, 2 processes vs 1: ${ours.toFixed(2)}x (target >= 1.7: ${ours >= 1.7 ? 'met' : 'MISSED'})`,
+      `- nest-reactor, 2 processes vs 1: ${ours.toFixed(3)}x (target >= 1.7: ${ours >= 1.7 ? 'met' : 'MISSED'})`,
     );
   if (bare !== undefined)
     console.log(
-      `- bare design, 2 processes vs 1: ${bare.toFixed(2)}x (what this machine gives a durable design: Redis, the producer and the workers share its ${os.cpus().length} CPUs)`,
+      `- bare design, 2 processes vs 1: ${bare.toFixed(3)}x (what this machine gives a durable design: Redis, the producer and the workers share its ${os.cpus().length} CPUs)`,
     );
   const ours2 = of('ours', 2);
   const bare2 = of('bare', 2);
