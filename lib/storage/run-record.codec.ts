@@ -494,7 +494,7 @@ function commonUndo(stored: Written['undo'], current: readonly UndoEntry[]): num
  */
 function progressJson(state: RunState, json: (value: unknown, what: string) => string): string {
   // The common checkpoint of a run under way: nothing but its status (what JSON.stringify writes).
-  if (onlyStatus(state)) return `{"status":${quote(state.status)}}`;
+  if (onlyStatus(state)) return statusOnly(state.status);
   const head = progress(state);
   let out: string | undefined;
   try {
@@ -515,6 +515,19 @@ function progressJson(state: RunState, json: (value: unknown, what: string) => s
     });
   const halt = head.halt && Object.assign(copyOwn({}, head.halt), { details: safe(head.halt.details) });
   return json(Object.assign(copyOwn({}, head), { failure, halt }), "the run's value");
+}
+
+/** `{"status":<status>}` for each status, one string each (compared with the stored one by identity first). */
+const STATUS_ONLY = new Map<string, string>();
+
+function statusOnly(status: string): string {
+  let json = STATUS_ONLY.get(status);
+  if (json === undefined) {
+    json = `{"status":${JSON.stringify(status)}}`;
+    // Statuses are a handful; the bound is for a corrupt state's odd one.
+    if (STATUS_ONLY.size < 64) STATUS_ONLY.set(status, json);
+  }
+  return json;
 }
 
 /**

@@ -59,17 +59,18 @@ export class MemoryLockManager implements LockManager {
   /** Synchronously push the expiry of a held lease to `ttlMs` from now; false when not held. */
   refresh(lease: Lease, ttlMs: number): boolean {
     const ttl = normalizeTtlMs(ttlMs);
-    const held = this.current(lease.key);
+    const now = this.clock.now();
+    const held = this.current(lease.key, now);
     if (held?.token !== lease.token) return false;
-    held.expiresAt = this.clock.now() + ttl;
+    held.expiresAt = now + ttl;
     return true;
   }
 
-  private current(key: string): HeldLease | undefined {
+  private current(key: string, now = this.clock.now()): HeldLease | undefined {
     const held = this.leases.get(key);
     if (!held) return undefined;
     // Same boundary as Redis: a key is expired once now is past its expiry time.
-    if (held.expiresAt < this.clock.now()) {
+    if (held.expiresAt < now) {
       this.leases.delete(key);
       return undefined;
     }

@@ -358,7 +358,8 @@ export class MemoryReactorStorage implements ReactorStorage {
   /** The stored run `runId`, unless its retention has passed (then it is dropped, as Redis expires a key). */
   private stored(runId: string): StoredRun | undefined {
     const stored = this.runs.get(runId);
-    if (stored === undefined || stored.expiresAt > this.clock.now()) return stored;
+    // A record kept without a retention asks no time.
+    if (stored === undefined || stored.expiresAt === KEPT || stored.expiresAt > this.clock.now()) return stored;
     this.runs.delete(runId);
     return undefined;
   }
