@@ -1,9 +1,11 @@
 /**
  * Engine overhead per step on the embedded runtime (issue: foundation).
  *
- * Scenarios: a 10-step chain and a 10-wide fan-in (10 independent steps joined by an 11th).
+ * Scenarios: a 10-step chain and a 10-wide fan-in (10 independent steps joined by an 11th), each
+ * step adding 1; and a 10-step chain shaped as the user path's (bench/user-path.bench.ts): each step
+ * returns a ~300-byte object and takes `{ seed, prev }` (the previous step's result).
  * Baseline, measured in the same run: the same step functions called as plain awaited calls
- * (sequential awaits for the chain, Promise.all plus the join for the fan-in).
+ * (sequential awaits for the chains, Promise.all plus the join for the fan-in).
  * Overhead per step = (engine time - baseline time) / steps.
  */
 import { ReactorEngine } from '../lib/core';
@@ -12,7 +14,7 @@ import type { Ref } from '../lib/core/definition/ref';
 import { success } from '../lib/core/results/step-outcome';
 import { InProcessJobDispatcher } from '../lib/runtime/in-process-job.dispatcher';
 import { createMemoryAdapters } from '../lib/storage/memory';
-import { fmt, measure } from './harness';
+import { fmt, measure, stepResult } from './harness';
 
 const RUNS = 2000;
 
@@ -27,6 +29,25 @@ function chain() {
       prev = r.step(`s${i}`, async ({ x }: { x: number }) => success(await work(x)), { x: prev });
     return prev;
   });
+}
+
+function userShaped() {
+  return defineReactor(
+    'bench-user-shaped',
+    (r: ReactorBuilder<{ seed: number }>) => {
+      const seed = r.input('seed', { type: 'number' });
+      let prev: Ref<unknown> = seed;
+      for (let i = 0; i < 10; i++) {
+        const step = i;
+        prev = r.step(`s${i}`, async ({ seed: s }: { seed: number; prev?: unknown }) => success(stepResult(s, step)), {
+          seed,
+          prev,
+        });
+      }
+      return prev;
+    },
+    { maxConcurrency: 1 },
+  );
 }
 
 function fanIn() {
@@ -73,6 +94,16 @@ export async function engineOverhead(): Promise<OverheadResult[]> {
         let x = 1;
         for (let i = 0; i < 10; i++) x = await work(x);
         return x;
+      },
+    },
+    {
+      name: '10-step chain, ~300-byte results',
+      def: userShaped(),
+      steps: 10,
+      baseline: async () => {
+        let prev: unknown = 1;
+        for (let i = 0; i < 10; i++) prev = await (async (s: number, step: number) => stepResult(s, step))(1, i);
+        return prev;
       },
     },
     {
