@@ -955,7 +955,8 @@ function named(what: ValueName): string {
 
 /** Whether `value` is a plain object without an own enumerable property (JSON writes it `{}`, as it is). */
 function isEmpty(value: object): boolean {
-  if (Object.getPrototypeOf(value) !== Object.prototype) return false;
+  // (A record written by hand may hold anything where the arguments are: that goes through JSON.)
+  if (typeof value !== 'object' || value === null || Object.getPrototypeOf(value) !== Object.prototype) return false;
   for (const key in value) if (Object.prototype.hasOwnProperty.call(value, key)) return false;
   return true;
 }
