@@ -32,6 +32,18 @@ import {
 } from '../support/redis-cluster';
 import { CLUSTER_PROVIDERS, Executions, Hold, MoveReactor, notExactlyOnce } from './cluster.fixtures';
 
+/** Run `part` of the teardown, waiting at most 30 s for it (saying so on stderr when it is slower). */
+async function bounded(part: string, run: () => Promise<unknown> | undefined): Promise<void> {
+  const started = Date.now();
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), 30_000)));
+  const outcome = await Promise.race([Promise.resolve(run()).then(() => 'done' as const), late]);
+  clearTimeout(timer);
+  const ms = Date.now() - started;
+  if (outcome === 'late') process.stderr.write(`[cluster-move] teardown: ${part} not done after ${ms} ms; going on\n`);
+  else if (ms > 5_000) process.stderr.write(`[cluster-move] teardown: ${part} took ${ms} ms\n`);
+}
+
 /** Runs in the shard whose slot moves, and runs anywhere. */
 const IN_MOVED_SHARD = 20;
 const ANYWHERE = 20;
@@ -59,11 +71,15 @@ describe('a Redis Cluster slot move while runs execute', () => {
     await app.init();
   }, 60_000);
 
+  // Closing the app (its BullMQ worker and queues on the cluster), the client and three servers
+  // takes about 0.1 s here; twice, in runs on a loaded machine, it did not end within Jest's hook
+  // timeout (30 s, then 90 s). Each part is given 30 s and said to stderr when it takes longer,
+  // then the next goes on (the servers are stopped whatever the app does), so a hang names its part.
   afterAll(async () => {
-    await app?.close();
-    await connection?.quit().catch(() => connection.disconnect());
-    await cluster?.stop();
-  });
+    await bounded('app.close()', () => app?.close());
+    await bounded('the client quit', () => connection?.quit().catch(() => connection.disconnect()));
+    await bounded('the cluster stop', () => cluster?.stop());
+  }, 120_000);
 
   it("moves the queue's slot and a run shard's slot mid-run: every run completes, each step once", async () => {
     const client = app.get(ReactorClient);
