@@ -48,7 +48,7 @@ const LEASE_TTL_MS = 30_000;
 
 /** The bare design's store: its scripts on one connection, its keys under `prefix`. */
 export class BareStore {
-  readonly redis: BareRedis;
+  private readonly redis: BareRedis;
   private readonly index: string;
 
   constructor(

@@ -97,6 +97,19 @@ function env(name: string): string {
   return value;
 }
 
+/** On SIGTERM: `close`, then exit (1 when it failed). */
+function exitOnSigterm(close: () => Promise<void>): void {
+  process.once('SIGTERM', () => {
+    close().then(
+      () => process.exit(0),
+      (error: unknown) => {
+        console.error(error);
+        process.exit(1);
+      },
+    );
+  });
+}
+
 /** The bare design's worker (BENCH_SCALING_SIDE=bare): its runs' steps inline, one script per step. */
 async function bareWorker(work: number): Promise<void> {
   const url = env('BENCH_SCALING_REDIS_URL');
@@ -108,17 +121,9 @@ async function bareWorker(work: number): Promise<void> {
     prefix,
     concurrency: Number(env('BENCH_SCALING_CONCURRENCY')),
   });
-  process.once('SIGTERM', () => {
-    worker.close().then(
-      () => {
-        store.disconnect();
-        process.exit(0);
-      },
-      (error: unknown) => {
-        console.error(error);
-        process.exit(1);
-      },
-    );
+  exitOnSigterm(async () => {
+    await worker.close();
+    store.disconnect();
   });
   await worker.waitUntilReady();
   process.stdout.write('READY\n');
@@ -139,15 +144,7 @@ async function main(): Promise<void> {
   const app: INestApplicationContext = await NestFactory.createApplicationContext(ScalingModule, {
     logger: ['error', 'warn'],
   });
-  process.once('SIGTERM', () => {
-    app.close().then(
-      () => process.exit(0),
-      (error: unknown) => {
-        console.error(error);
-        process.exit(1);
-      },
-    );
-  });
+  exitOnSigterm(() => app.close());
   await app.init();
   process.stdout.write('READY\n');
 }

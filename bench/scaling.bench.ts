@@ -190,7 +190,8 @@ async function scenario(side: ScalingSide, url: string, processes: number, work:
   let producer: Producer | undefined;
   let events: QueueEvents | undefined;
   try {
-    producer = await producerOf(side, url, prefix);
+    const active = await producerOf(side, url, prefix);
+    producer = active;
 
     let finished = 0;
     let lastCompletion = 0n;
@@ -209,7 +210,7 @@ async function scenario(side: ScalingSide, url: string, processes: number, work:
         STALL_MS,
       );
     };
-    events = new QueueEvents(producer.events.name, { connection: { url }, prefix: producer.events.prefix });
+    events = new QueueEvents(active.events.name, { connection: { url }, prefix: active.events.prefix });
     events.on('completed', () => {
       lastCompletion = process.hrtime.bigint();
       if (++finished === RUNS) resolveAll();
@@ -234,10 +235,9 @@ async function scenario(side: ScalingSide, url: string, processes: number, work:
     const runIds: string[] = [];
     const start = process.hrtime.bigint();
     armStall();
-    const starting = producer;
     for (let i = 0; i < RUNS; i += START_BATCH) {
       const ids = await Promise.all(
-        Array.from({ length: Math.min(START_BATCH, RUNS - i) }, (_, k) => starting.start(i + k)),
+        Array.from({ length: Math.min(START_BATCH, RUNS - i) }, (_, k) => active.start(i + k)),
       );
       for (const id of ids) if (id !== undefined) runIds.push(id);
     }
@@ -249,7 +249,7 @@ async function scenario(side: ScalingSide, url: string, processes: number, work:
     const seconds = Number(lastCompletion - start) / 1e9;
 
     // Not timed: every run is completed (one job per run, so the count above was the runs').
-    const notCompleted = await producer.notCompleted(runIds);
+    const notCompleted = await active.notCompleted(runIds);
     if (notCompleted > 0) throw new Error(`scaling: ${notCompleted} of ${RUNS} runs not completed at the end`);
 
     const steps = RUNS * SCALING_STEPS;
