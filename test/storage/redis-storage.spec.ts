@@ -10,7 +10,7 @@ import {
   resolveScriptsDir,
   SCRIPT_FILES,
 } from '../../lib/storage/redis';
-import { MAX_RUNS_PER_COMMIT } from '../../lib/storage/redis/checkpoint-batcher';
+import { MAX_RUNS_PER_COMMIT, MIN_RUNS_PER_COMMIT } from '../../lib/storage/redis/checkpoint-batcher';
 import { StorageErrorCode, storageError } from '../../lib/storage/storage-error-codes';
 import { waitFor } from '../conformance/adapter-harness';
 import { makeRunState, newRunId, T0 } from '../conformance/run-state.factory';
@@ -327,15 +327,15 @@ describe('round trips (counted with MONITOR)', () => {
     expect(names(lost)).toEqual(['evalsha']);
   });
 
-  it('group commit: the saves of one event-loop turn are one command, each run fenced and answered on its own', async () => {
+  it('group commit: the saves of one event-loop turn share calls, each run fenced and answered on its own', async () => {
     const { client, storage, locks } = fresh();
-    const states = Array.from({ length: 5 }, () => makeRunState());
+    const states = Array.from({ length: 4 }, () => makeRunState());
     const leases = await Promise.all(states.map((s) => locks.acquire(`run:${s.runId}`, 30_000)));
     for (let i = 0; i < states.length; i++) await storage.save(states[i], { lease: leases[i]!, leaseTtlMs: 30_000 });
-    // Run 2 lost its lease (another worker holds it now); run 4's record is not a hash.
-    await redis.set(keys.leaseKey(states[2].runId), 'someone-else');
-    await redis.del(keys.runKey(states[4].runId));
-    await redis.set(keys.runKey(states[4].runId), 'not a hash');
+    // Run 1 lost its lease (another worker holds it now); run 2's record is not a hash.
+    await redis.set(keys.leaseKey(states[1].runId), 'someone-else');
+    await redis.del(keys.runKey(states[2].runId));
+    await redis.set(keys.runKey(states[2].runId), 'not a hash');
 
     const outcomes: Array<PromiseSettledResult<boolean>> = [];
     const sent = await commandsOf(client, async () => {
@@ -348,28 +348,45 @@ describe('round trips (counted with MONITOR)', () => {
       );
     });
 
-    expect(names(sent)).toEqual(['evalsha']);
-    expect(outcomes.map((o) => o.status)).toEqual(['fulfilled', 'fulfilled', 'rejected', 'fulfilled', 'rejected']);
-    expect((outcomes[2] as PromiseRejectedResult).reason).toBeInstanceOf(LeaseLostError);
-    expect(String((outcomes[4] as PromiseRejectedResult).reason)).toContain('WRONGTYPE');
-    for (const i of [0, 1, 3])
-      await expect(storage.load(states[i].runId)).resolves.toMatchObject({ updatedAt: T0 + 1 });
+    // Two calls of two runs (nothing in flight: MIN_RUNS_PER_COMMIT), each with a run refused.
+    expect(names(sent)).toEqual(['evalsha', 'evalsha']);
+    expect(sent.map((c) => scriptKeys(c).filter((key) => key.includes(':run:')))).toEqual([
+      [keys.runKey(states[0].runId), keys.runKey(states[1].runId)],
+      [keys.runKey(states[2].runId), keys.runKey(states[3].runId)],
+    ]);
+    expect(outcomes.map((o) => o.status)).toEqual(['fulfilled', 'rejected', 'rejected', 'fulfilled']);
+    expect((outcomes[1] as PromiseRejectedResult).reason).toBeInstanceOf(LeaseLostError);
+    expect(String((outcomes[2] as PromiseRejectedResult).reason)).toContain('WRONGTYPE');
+    for (const i of [0, 3]) await expect(storage.load(states[i].runId)).resolves.toMatchObject({ updatedAt: T0 + 1 });
     // The refused run's record is as its last write left it.
-    await expect(storage.load(states[2].runId)).resolves.toMatchObject({ updatedAt: states[2].updatedAt });
+    await expect(storage.load(states[1].runId)).resolves.toMatchObject({ updatedAt: states[1].updatedAt });
   });
 
-  it('group commit: a turn with more runs than one call carries sends full calls at once, then the rest', async () => {
+  it('group commit: a call is sent at once with a third of the runs in flight (2 to 8), the rest at the end of the turn', async () => {
     const { client, storage, locks } = fresh();
-    const states = Array.from({ length: 2 * MAX_RUNS_PER_COMMIT + 3 }, () => makeRunState());
+    const first = Array.from({ length: 19 }, () => makeRunState());
+    const later = Array.from({ length: 24 }, () => makeRunState());
+    const states = [...first, ...later];
     const leases = await Promise.all(states.map((s) => locks.acquire(`run:${s.runId}`, 30_000)));
+    const save = (s: (typeof states)[number]) =>
+      storage.save(s, { lease: leases[states.indexOf(s)]!, leaseTtlMs: 30_000 });
+    const gate = `${filePrefix}:gate`;
     const sent = await commandsOf(client, async () => {
-      const written = await Promise.all(
-        states.map((s, i) => storage.save(s, { lease: leases[i]!, leaseTtlMs: 30_000 })),
-      );
-      expect(written.every((w) => w)).toBe(true);
+      // The connection waits on the gate first: no call sent after it is answered, all stay in flight.
+      const held = client.blpop(gate, 0);
+      const saving = first.map(save);
+      // The next turn: the first runs' calls are all in flight (none answered).
+      await new Promise((resolve) => setImmediate(resolve));
+      saving.push(...later.map(save));
+      await redis.lpush(gate, 'open');
+      await held;
+      expect((await Promise.all(saving)).every((w) => w)).toBe(true);
     });
-    // Each call carries whole runs: its blocks are its arguments after the TTL and the count.
-    expect(sent.map((c) => Number(c[3 + Number(c[2]) + 1]))).toEqual([MAX_RUNS_PER_COMMIT, MAX_RUNS_PER_COMMIT, 3]);
+    const runsPerCall = sent.filter((c) => /^eval(sha)?$/i.test(c[0])).map((c) => Number(c[3 + Number(c[2]) + 1]));
+    // In flight 0, 2, 4, 6: calls of 2; then 8 -> 3, 11 -> 4; the turn's last 4 when it ends. The
+    // next turn starts with 19 in flight: 7, then 26 -> 8 (at most MAX_RUNS_PER_COMMIT), 34 -> 8, and 1.
+    expect(runsPerCall).toEqual([2, 2, 2, 2, 3, 4, 4, 7, MAX_RUNS_PER_COMMIT, MAX_RUNS_PER_COMMIT, 1]);
+    expect(Math.min(...runsPerCall.slice(0, -1))).toBe(MIN_RUNS_PER_COMMIT);
     for (const s of states) await expect(storage.load(s.runId)).resolves.toEqual(s);
   });
 

@@ -13,18 +13,29 @@ interface Batch {
 }
 
 /**
- * Most runs one `checkpoint-n.lua` call carries. A full batch is sent at once, before the turn
- * ends, so Redis writes it while Node runs the next runs' steps: one batch of every run in the turn
- * made the two take turns (Node idle a third of the time at 50 runs in flight), and 8 measured best
- * (`npm run bench -- user`: about 1.7x the steps/s of 128 at worker concurrency 50).
+ * Most runs one `checkpoint-n.lua` call carries. A full call is sent at once, before the turn ends,
+ * so Redis writes it while Node runs the next runs' steps: one call of every run in the turn made
+ * the two take turns (Node idle a third of the time at 50 runs in flight), and 8 measured best at
+ * 50 and 100 runs in flight (`npm run bench -- user`: about 1.7x the steps/s of 128 at 50).
  */
 export const MAX_RUNS_PER_COMMIT = 8;
 
 /**
+ * Fewest runs a call is sent at once with. A call is full, and sent at once, when it holds a third
+ * of the runs whose calls are in flight (unanswered), at least this many and at most
+ * {@link MAX_RUNS_PER_COMMIT}; runs left in a call that is not full go when the turn's microtasks
+ * are done. With few runs in flight, calls of 8 made Redis and Node take turns as one call did at
+ * 50 (Node idle a quarter of the time at 10 runs in flight); smaller calls while little is in
+ * flight keep both busy: 20-40% more steps/s at 5 and 10 runs in flight, the same at 20 to 100
+ * (DD-speed22-16).
+ */
+export const MIN_RUNS_PER_COMMIT = 2;
+
+/**
  * Group commit of run checkpoints. The checkpoints submitted in one turn of the event loop (the
  * runs whose steps finished together, typically because one socket read resolved their previous
- * writes) are sent together, up to {@link MAX_RUNS_PER_COMMIT} per `checkpoint-n.lua` call (a full
- * batch at once, the rest after the current microtasks), instead of one call each: one command to
+ * writes) are sent together, up to {@link MAX_RUNS_PER_COMMIT} per `checkpoint-n.lua` call (a call
+ * sent at once when full, as {@link MIN_RUNS_PER_COMMIT} says; the rest after the current microtasks), instead of one call each: one command to
  * build, one socket write and one reply to parse for several of them. Each run is still fenced and written on its own inside the script, and each caller gets its
  * own run's answer (or error); a failure of the call itself (the connection) fails every run in it.
  *
@@ -34,6 +45,8 @@ export const MAX_RUNS_PER_COMMIT = 8;
 export class CheckpointBatcher {
   private batches = new Map<number, Batch>();
   private scheduled = false;
+  /** Runs in calls sent and not answered yet. */
+  private inFlight = 0;
 
   constructor(
     private readonly redis: RedisConnection,
@@ -56,7 +69,7 @@ export class CheckpointBatcher {
       for (let i = 0; i < keys.length; i++) batch.keys.push(keys[i]);
       for (let i = 0; i < block.length; i++) batch.args.push(block[i]);
       batch.waiters.push({ resolve, reject });
-      if (batch.waiters.length >= MAX_RUNS_PER_COMMIT) {
+      if (batch.waiters.length >= this.fullAt()) {
         // Full: sent now, so Redis writes it while the next runs' steps run here.
         this.batches.delete(group);
         this.send(batch);
@@ -65,6 +78,11 @@ export class CheckpointBatcher {
         process.nextTick(this.flush);
       }
     });
+  }
+
+  /** How many runs make a call full (see {@link MIN_RUNS_PER_COMMIT}). */
+  private fullAt(): number {
+    return Math.min(MAX_RUNS_PER_COMMIT, Math.max(MIN_RUNS_PER_COMMIT, Math.ceil(this.inFlight / 3)));
   }
 
   private readonly flush = (): void => {
@@ -76,9 +94,12 @@ export class CheckpointBatcher {
 
   private send(batch: Batch): void {
     const { waiters } = batch;
-    batch.args[1] = waiters.length;
+    const runs = waiters.length;
+    batch.args[1] = runs;
+    this.inFlight += runs;
     runScript(this.redis, 'checkpoint', batch.keys, batch.args).then(
       (reply) => {
+        this.inFlight -= runs;
         const answers = reply as unknown[];
         for (let i = 0; i < waiters.length; i++) {
           const answer = Array.isArray(answers) ? answers[i] : answers;
@@ -90,6 +111,7 @@ export class CheckpointBatcher {
         }
       },
       (error: unknown) => {
+        this.inFlight -= runs;
         for (const waiter of waiters) waiter.reject(error);
       },
     );
