@@ -51,6 +51,7 @@ import { stepKindOf } from '../steps';
 import { ReactorTraceAttributes } from '../tracing/tracing';
 import { runStep, stepFailed, type StepAborted, type StepFailed, type StepResult } from './step-runner';
 import { ExecutionStopped } from './execution-abort';
+import { InFlight } from './in-flight';
 
 type CancelAborted = Extract<StepAborted, { cause: 'cancel' }>;
 
@@ -411,7 +412,7 @@ export class RunExecution extends RunScope implements NestedExecution {
     const { def, state } = this;
     const finished = new Set(state.completed);
     const ready = new ReadySteps(def.steps, finished);
-    const running = new Map<string, Promise<StepResult>>();
+    const running = new InFlight<string, StepResult>();
     const failures: StepFailed[] = [];
     const aborted: CancelAborted[] = [];
     let halt: Extract<StepResult, { kind: 'halt' }> | undefined;
@@ -444,7 +445,7 @@ export class RunExecution extends RunScope implements NestedExecution {
         return false;
       }
       ready.started(step.name);
-      running.set(step.name, runStep(this, step));
+      running.add(step.name, runStep(this, step));
       return true;
     };
 
@@ -469,9 +470,8 @@ export class RunExecution extends RunScope implements NestedExecution {
       }
       if (running.size === 0) break;
 
-      // One step in flight (a sequential run): awaited as it is, no race promise made.
-      const settled = await (running.size === 1 ? running.values().next().value! : Promise.race(running.values()));
-      running.delete(settled.step.name);
+      // The next step to settle (one in flight, a sequential run: awaited as it is).
+      const settled = await running.next();
       switch (settled.kind) {
         case 'success':
         case 'skipped': {
