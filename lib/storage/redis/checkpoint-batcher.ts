@@ -26,7 +26,7 @@ export const MAX_RUNS_PER_COMMIT = 8;
  * {@link MAX_RUNS_PER_COMMIT}; runs left in a call that is not full go when the turn's microtasks
  * are done. With few runs in flight, calls of 8 made Redis and Node take turns as one call did at
  * 50 (Node idle a quarter of the time at 10 runs in flight); smaller calls while little is in
- * flight keep both busy: 20-40% more steps/s at 5 and 10 runs in flight, the same at 20 to 100
+ * flight keep both busy: 10-40% more steps/s at 5 and 10 runs in flight, the same at 20 to 100
  * (DD-speed22-16).
  */
 export const MIN_RUNS_PER_COMMIT = 2;
@@ -35,9 +35,11 @@ export const MIN_RUNS_PER_COMMIT = 2;
  * Group commit of run checkpoints. The checkpoints submitted in one turn of the event loop (the
  * runs whose steps finished together, typically because one socket read resolved their previous
  * writes) are sent together, up to {@link MAX_RUNS_PER_COMMIT} per `checkpoint-n.lua` call (a call
- * sent at once when full, as {@link MIN_RUNS_PER_COMMIT} says; the rest after the current microtasks), instead of one call each: one command to
- * build, one socket write and one reply to parse for several of them. Each run is still fenced and written on its own inside the script, and each caller gets its
- * own run's answer (or error); a failure of the call itself (the connection) fails every run in it.
+ * sent at once when full, as {@link MIN_RUNS_PER_COMMIT} says; the rest after the current
+ * microtasks), instead of one call each: one command to build, one socket write and one reply to
+ * parse for several of them. Each run is still fenced and written on its own inside the script, and
+ * each caller gets its own run's answer (or error); a failure of the call itself (the connection)
+ * fails every run in it.
  *
  * Groups: on a standalone server every run can share a call; on a cluster only the runs of one
  * shard (one hash slot) can, so the caller groups by shard.
