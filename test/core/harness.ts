@@ -49,9 +49,10 @@ export function createHarness(
   return { engine, clock, storage, locks, maps, interrupts, coordination, recorder, dispatcher, saves };
 }
 
-/** A promise with its resolve function, to hold a step open until the test releases it. */
+/** A promise with its resolve and reject functions, to hold a step open until the test settles it. */
 export function deferred<T = void>() {
   let resolve!: (value: T) => void;
-  const promise = new Promise<T>((r) => (resolve = r));
-  return { promise, resolve };
+  let reject!: (error: unknown) => void;
+  const promise = new Promise<T>((res, rej) => ((resolve = res), (reject = rej)));
+  return { promise, resolve, reject };
 }

@@ -1,12 +1,5 @@
 import { InFlight } from '../../lib/core/executor/in-flight';
-
-/** A promise settled from outside. */
-function deferred<T>(): { promise: Promise<T>; resolve(value: T): void; reject(error: unknown): void } {
-  let resolve!: (value: T) => void;
-  let reject!: (error: unknown) => void;
-  const promise = new Promise<T>((res, rej) => ((resolve = res), (reject = rej)));
-  return { promise, resolve, reject };
-}
+import { deferred } from './harness';
 
 /** A promise that counts the reactions attached to it (`then` calls). */
 class Counted<T> extends Promise<T> {

@@ -9,10 +9,10 @@
  */
 export class InFlight<K, T> {
   private readonly promises = new Map<K, Promise<T>>();
-  /** Promises with the reaction that queues them (every one in flight once two were). */
-  private readonly watched = new Set<Promise<T>>();
+  /** Keys whose promise has the reaction that queues it (every one in flight once two were). */
+  private readonly watched = new Set<K>();
   /** Settled and not taken yet, oldest first. */
-  private readonly settled: Array<{ key: K; promise: Promise<T>; ok: boolean; value: unknown }> = [];
+  private readonly settled: Array<{ key: K; ok: boolean; value: unknown }> = [];
   private wake: (() => void) | undefined;
 
   get size(): number {
@@ -39,18 +39,18 @@ export class InFlight<K, T> {
     for (const [key, promise] of this.promises) this.watch(key, promise);
     while (this.settled.length === 0) await new Promise<void>((resolve) => (this.wake = resolve));
     this.wake = undefined;
-    const { key, promise, ok, value } = this.settled.shift()!;
-    this.watched.delete(promise);
+    const { key, ok, value } = this.settled.shift()!;
+    this.watched.delete(key);
     this.promises.delete(key);
     if (!ok) throw value;
     return value as T;
   }
 
   private watch(key: K, promise: Promise<T>): void {
-    if (this.watched.has(promise)) return;
-    this.watched.add(promise);
+    if (this.watched.has(key)) return;
+    this.watched.add(key);
     const queue = (ok: boolean) => (value: unknown) => {
-      this.settled.push({ key, promise, ok, value });
+      this.settled.push({ key, ok, value });
       this.wake?.();
     };
     promise.then(queue(true), queue(false));
