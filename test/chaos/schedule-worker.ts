@@ -8,8 +8,11 @@
  * was started and before the tick's job is acknowledged (mid-tick), so BullMQ gives the job to
  * another worker once its lock expires.
  *
- * Every tick received is recorded (its due time in the probe's `ticks` set), and every delivery
- * that found its run already started (`replayed`) counted.
+ * Every tick is recorded when taken (its due time in the probe's `taken` set) and once handled: in
+ * `ticks` when it started (or found) its run, in `skipped` with the reason when it did not; every
+ * delivery that found its run already started (`replayed`) is counted, and each worker counts the
+ * ticks it is handling in `handling` (the killed tick's handling ends before the kill: its run was
+ * started).
  */
 import 'reflect-metadata';
 import { Module } from '@nestjs/common';
@@ -30,9 +33,18 @@ runWorker('schedule-worker', async () => {
   let handled = 0;
   const tick = Schedules.prototype.tick;
   Schedules.prototype.tick = async function (this: Schedules, due) {
-    await probe.redis.sadd(keys.ticks, String(due.at));
-    const result = await tick.call(this, due);
-    if (result.status === 'started' && result.replayed) await probe.redis.incr(keys.replays);
+    await probe.redis.hincrby(keys.handling, workerId, 1);
+    await probe.redis.sadd(keys.taken, String(due.at));
+    let result: Awaited<ReturnType<typeof tick>>;
+    try {
+      result = await tick.call(this, due);
+      // Recorded once handled: a tick the test's pause reached first starts no run (skipped).
+      if (result.status === 'started') await probe.redis.sadd(keys.ticks, String(due.at));
+      else await probe.redis.sadd(keys.skipped, `${due.at}:${result.reason}`);
+      if (result.status === 'started' && result.replayed) await probe.redis.incr(keys.replays);
+    } finally {
+      await probe.redis.hincrby(keys.handling, workerId, -1);
+    }
     handled++;
     if (handled === crashAt) {
       process.stdout.write(`crashing mid-tick at ${due.at}\n`);

@@ -18,8 +18,14 @@ export const SCHEDULE_PROBE_REDIS = Symbol('SCHEDULE_PROBE_REDIS');
 export function scheduleProbeKeys(prefix: string) {
   const base = `${prefix}{schedchaos}`;
   return {
-    /** SET of the due times (ms) of the ticks any worker received. */
+    /** SET of the due times (ms) of the ticks any worker took (before handling them). */
+    taken: `${base}:taken`,
+    /** SET of the due times (ms) of the ticks any worker handled by starting (or finding) their run. */
     ticks: `${base}:ticks`,
+    /** SET of `<due time>:<reason>` of the ticks a worker handled without a run (skipped). */
+    skipped: `${base}:skipped`,
+    /** HASH worker id -> ticks it is handling now (up when it takes one, down once handled). */
+    handling: `${base}:handling`,
     /** HASH run id -> how many times its step executed. */
     executions: `${base}:executions`,
     /** Deliveries of a tick that found its run already started (counter). */
