@@ -77,19 +77,26 @@ describe('Redis deployment checks at boot', () => {
     });
   });
 
-  it('refuses a Cluster with maxRetriesPerRequest set, with the Cluster form of the fix', () => {
+  it('refuses a Cluster with maxRetriesPerRequest set, with the Cluster form of the fix', async () => {
     const cluster = new Cluster([{ host: '127.0.0.1', port: Number(new URL(redisUrl()).port) }], {
       lazyConnect: true,
       redisOptions: { maxRetriesPerRequest: 3 },
     });
-    expect(() => ReactorModule.forRoot({ redis: { connection: cluster } })).not.toThrow();
-    const app = Test.createTestingModule({
-      imports: [ReactorModule.forRoot({ redis: { connection: cluster }, prefix: files.prefix('cluster-retries') })],
-    }).setLogger(new CapturingLogger());
-    return expect(app.compile()).rejects.toThrow(
-      "ReactorModule option 'redis.connection' has maxRetriesPerRequest 3; BullMQ workers need null (they block on " +
-        'the connection). Create the cluster with new Cluster(nodes, { redisOptions: { maxRetriesPerRequest: null } })',
-    );
+    try {
+      expect(() => ReactorModule.forRoot({ redis: { connection: cluster } })).not.toThrow();
+      const app = Test.createTestingModule({
+        imports: [ReactorModule.forRoot({ redis: { connection: cluster }, prefix: files.prefix('cluster-retries') })],
+      }).setLogger(new CapturingLogger());
+      await expect(app.compile()).rejects.toThrow(
+        "ReactorModule option 'redis.connection' has maxRetriesPerRequest 3; BullMQ workers need null (they block on " +
+          'the connection). Create the cluster with new Cluster(nodes, { redisOptions: { maxRetriesPerRequest: null } })',
+      );
+    } finally {
+      // The application's connection is the application's to close. The failed compile left it
+      // connecting to a server that is no cluster: open, it would retry forever and keep Jest's
+      // worker process from exiting.
+      cluster.disconnect();
+    }
   });
   describe('with redis: { url } (the module owns its connections)', () => {
     @Reactor('e2e-url-encrypted', { encryptInputs: true })
