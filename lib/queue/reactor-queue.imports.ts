@@ -2,6 +2,7 @@ import { BullModule, getSharedConfigToken } from '@nestjs/bullmq';
 import { Logger, Module, type DynamicModule } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
 import type { ConnectionOptions, DefaultJobOptions, QueueOptions } from 'bullmq';
+import type { Cluster, Redis } from 'ioredis';
 import { ConfigurationError } from '../core';
 import {
   type ReactorJobOptions,
@@ -37,8 +38,9 @@ export function bullMqQueueOptions(
 ): QueueOptions {
   const redis = options.redis;
   if (!redis) throw new ConfigurationError('The BullMQ queue of nest-reactor needs the redis option.', 'redis');
+  // The application's connection is checked before BullMQ is given it (its queue connects it).
   const connection: ConnectionOptions =
-    'url' in redis ? { url: redis.url } : (redis.connection as unknown as ConnectionOptions);
+    'url' in redis ? { url: redis.url } : (checkedRedisConnection(redis.connection) as ConnectionOptions);
   // The shared configuration's connection and prefix are left out: the module's own are used.
   const { connection: _connection, prefix: _prefix, blockingConnection: _blocking, ...rest } = shared;
   return {
@@ -51,6 +53,30 @@ export function bullMqQueueOptions(
       ...options.bullmq.defaultJobOptions,
     },
   };
+}
+
+/**
+ * The application's connection, checked for what the adapters and BullMQ's worker need. Called
+ * where the module's BullMQ configuration is built, before any queue is given (and connects) the
+ * connection, and by the Redis runtime.
+ * @throws ConfigurationError naming `redis.connection` and the fix
+ */
+export function checkedRedisConnection(value: unknown): Redis | Cluster {
+  const connection = value as Partial<Redis> & { isCluster?: boolean; options?: Record<string, unknown> };
+  if (typeof connection.defineCommand !== 'function' || typeof connection.duplicate !== 'function') {
+    throw new ConfigurationError(messages.redisConnectionInvalid(value), 'redis.connection');
+  }
+  const redisOptions = (
+    connection.isCluster ? (connection.options?.redisOptions ?? {}) : (connection.options ?? {})
+  ) as { maxRetriesPerRequest?: number | null };
+  // Same rule as BullMQ's (it throws on a truthy value when the worker duplicates the connection).
+  if (redisOptions.maxRetriesPerRequest) {
+    throw new ConfigurationError(
+      messages.redisConnectionRetries(redisOptions.maxRetriesPerRequest, connection.isCluster === true),
+      'redis.connection',
+    );
+  }
+  return connection as unknown as Redis | Cluster;
 }
 
 /**

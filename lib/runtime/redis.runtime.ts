@@ -17,7 +17,7 @@ import { BullMqJobDispatcher } from '../queue/bullmq-job.dispatcher';
 import { BullMqScheduleTicker, SCHEDULE_QUEUE_NAME } from '../queue/bullmq-scheduler';
 import { RedisScheduleStore } from '../storage/redis/redis-schedule.store';
 import { bullMqPrefix, REACTOR_QUEUE_NAME } from '../queue/queue.constants';
-import { bullMqQueueOptions, reactorJobOptions } from '../queue/reactor-queue.imports';
+import { bullMqQueueOptions, checkedRedisConnection, reactorJobOptions } from '../queue/reactor-queue.imports';
 import { ReactorQueues } from '../queue/reactor-queues';
 import { describeRedisTarget, RedisConnectionLog } from './redis-connection.log';
 
@@ -91,7 +91,7 @@ export class RedisReactorRuntime implements ReactorRuntime {
       this.redis = client;
       this.ownsConnection = true;
     } else {
-      this.redis = checkedConnection(redis.connection);
+      this.redis = checkedRedisConnection(redis.connection);
       this.ownsConnection = false;
     }
     this.redis.on('ready', this.onConnected);
@@ -338,23 +338,4 @@ function settled(redis: RedisConnection, events: string[], ms: number): Promise<
     const timer = setTimeout(done, ms);
     for (const event of events) redis.once(event, done);
   });
-}
-
-/** The application's connection, checked for what the adapters and BullMQ's worker need. */
-function checkedConnection(value: unknown): RedisConnection {
-  const connection = value as Partial<Redis> & { isCluster?: boolean; options?: Record<string, unknown> };
-  if (typeof connection.defineCommand !== 'function' || typeof connection.duplicate !== 'function') {
-    throw new ConfigurationError(messages.redisConnectionInvalid(value), 'redis.connection');
-  }
-  const redisOptions = (
-    connection.isCluster ? (connection.options?.redisOptions ?? {}) : (connection.options ?? {})
-  ) as { maxRetriesPerRequest?: number | null };
-  // Same rule as BullMQ's (it throws on a truthy value when the worker duplicates the connection).
-  if (redisOptions.maxRetriesPerRequest) {
-    throw new ConfigurationError(
-      messages.redisConnectionRetries(redisOptions.maxRetriesPerRequest, connection.isCluster === true),
-      'redis.connection',
-    );
-  }
-  return connection as unknown as RedisConnection;
 }

@@ -91,10 +91,10 @@ describe('Redis deployment checks at boot', () => {
         "ReactorModule option 'redis.connection' has maxRetriesPerRequest 3; BullMQ workers need null (they block on " +
           'the connection). Create the cluster with new Cluster(nodes, { redisOptions: { maxRetriesPerRequest: null } })',
       );
+      // Refused before BullMQ was given the connection: the lazy cluster was never connected.
+      expect(cluster.status).toBe('wait');
     } finally {
-      // The application's connection is the application's to close. The failed compile left it
-      // connecting to a server that is no cluster: open, it would retry forever and keep Jest's
-      // worker process from exiting.
+      // The application's connection is the application's to close.
       cluster.disconnect();
     }
   });
