@@ -39,9 +39,12 @@ runWorker('schedule-worker', async () => {
     try {
       result = await tick.call(this, due);
       // Recorded once handled: a tick the test's pause reached first starts no run (skipped).
-      if (result.status === 'started') await probe.redis.sadd(keys.ticks, String(due.at));
-      else await probe.redis.sadd(keys.skipped, `${due.at}:${result.reason}`);
-      if (result.status === 'started' && result.replayed) await probe.redis.incr(keys.replays);
+      if (result.status === 'started') {
+        await probe.redis.sadd(keys.ticks, String(due.at));
+        if (result.replayed) await probe.redis.incr(keys.replays);
+      } else {
+        await probe.redis.sadd(keys.skipped, `${due.at}:${result.reason}`);
+      }
     } finally {
       await probe.redis.hincrby(keys.handling, workerId, -1);
     }
